@@ -1,0 +1,3 @@
+from kernelscope.cli.main import main
+
+main()

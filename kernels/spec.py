@@ -1,0 +1,61 @@
+"""KernelSpec: what a kernel (ours or a user's) tells kernelscope about itself.
+
+A target is either a name registered in kernelscope.kernels.registry (`gemm`,
+`flash_attn`, ...) or `path/to/file.py:NAME`, where NAME is a KernelSpec (or a
+function returning one) defined in the user's own file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+Shape = Mapping[str, int]          # e.g. {"M": 4096, "N": 4096, "K": 4096}
+Config = Mapping[str, Any]         # e.g. {"stages": 4, "cluster": (2, 1)}
+Inputs = Mapping[str, Any]         # named tensors made by make_inputs
+
+
+class ConfigRejected(ValueError):
+    """A config or shape the kernel cannot run (does not fit shared memory, bad tile, ...).
+
+    The message is shown to the user as one line; sweeps report the config as invalid.
+    """
+
+
+@dataclass
+class CompiledKernel:
+    """What a compile produced. `launch(inputs)` runs it (GPU only); the artifacts
+    serve compile-only inspection (any machine)."""
+
+    launch: Callable[[Inputs], Any] | None
+    cubin: bytes | None = None
+    sass: str | None = None
+    ptx: str | None = None
+    kernel_names: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KernelSpec:
+    name: str
+    description: str
+    # Named references this target can be compared with; the first is the default.
+    references: list[str]
+    default_shapes: list[dict[str, int]]
+    default_config: dict[str, Any]
+    dtypes: list[str]                                 # e.g. ["bfloat16", "float16"]
+    make_inputs: Callable[[Shape, str, int, str], Inputs]   # (shape, dtype, seed, device)
+    compile: Callable[[Config, Shape, str, str], CompiledKernel]  # (config, shape, dtype, arch)
+    reference_fp32: Callable[[Inputs], Any]          # exact answer for correctness
+    flops: Callable[[Shape], float]
+    bytes_moved: Callable[[Shape, str], float]        # fewest bytes: inputs once, outputs once
+    # Absolute and relative tolerance against the fp32 reference, per dtype.
+    tolerance: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Sweepable config keys and their candidate values (documentation and `sweep` defaults).
+    config_space: dict[str, list[Any]] = field(default_factory=dict)
+    # SASS opcodes the kernel's design needs (e.g. HGMMA, UTMALDG): `inspect` checks them.
+    expected_sass: list[str] = field(default_factory=list)
+    archs: list[str] = field(default_factory=lambda: ["sm_90a"])
+    # How the output tensor is laid out for error localisation: names of its dims,
+    # e.g. ("row", "col"); tiles of `tile` elements per dim when known.
+    output_dims: tuple[str, ...] = ("row", "col")
+    tile: tuple[int, ...] | None = None

@@ -1,0 +1,91 @@
+"""The one record type for a profiled (or statically inspected) kernel: KernelProfile.
+
+A profile from an ncu report, from a live `kernelscope profile` run and from the
+compile-only `inspect` path all have this shape, so `diff`, the rules and the gate
+work on any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Metric:
+    """One raw metric as the source reported it. `value` is a number or a string."""
+
+    value: float | int | str
+    unit: str = ""
+
+
+@dataclass
+class DeviceInfo:
+    name: str | None = None
+    sm_count: int | None = None
+    compute_capability: str | None = None
+    max_sm_clock_hz: float | None = None      # device attribute (boost)
+    sm_clock_hz: float | None = None          # measured during the profiled launch
+    memory_clock_hz: float | None = None
+
+
+@dataclass
+class Session:
+    """How the numbers were collected. Unknown facts stay None, never guessed."""
+
+    tool: str = "ncu"                 # "ncu" or "static" (compile-only)
+    tool_version: str | None = None   # e.g. "2025.3.1.0 (build 36398880)"
+    command_line: str | None = None
+    clock_control: str | None = None  # "base", "none", ... as ncu was told
+    cache_control: str | None = None  # "all" (flush before each pass) or "none"
+    replay_passes: int | None = None
+
+
+@dataclass
+class KernelProfile:
+    """One kernel launch, or one NVTX range of launches, or one compiled kernel."""
+
+    source: str                     # report path, or "static:<target>"
+    index: int                      # position in the source (report order)
+    kind: str                       # "kernel", "nvtx-range" or "static"
+    name: str                       # function name (short, as ncu shows it)
+    demangled_name: str
+    mangled_name: str | None = None
+    nvtx_ranges: list[str] = field(default_factory=list)
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    cluster: tuple[int, int, int] | None = None
+    device: DeviceInfo = field(default_factory=DeviceInfo)
+    session: Session = field(default_factory=Session)
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    # Executed warp-level instructions per SASS opcode (HGMMA, BRA, ...).
+    # Static profiles hold instruction counts in the binary instead (see `session.tool`).
+    instruction_mix: dict[str, float] = field(default_factory=dict)
+    # Average warps stalled per issued instruction, by reason (long_scoreboard, gmma, ...).
+    stalls: dict[str, float] = field(default_factory=dict)
+    launches: int = 1               # >1 when an NVTX range groups several launches
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} [{self.index}]"
+
+    def value(self, metric: str) -> float | int | str | None:
+        m = self.metrics.get(metric)
+        return None if m is None else m.value
+
+    def to_dict(self, include_metrics: bool = True) -> dict[str, Any]:
+        d = asdict(self)
+        if not include_metrics:
+            d.pop("metrics")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "KernelProfile":
+        d = dict(d)
+        d["device"] = DeviceInfo(**d.get("device") or {})
+        d["session"] = Session(**d.get("session") or {})
+        d["metrics"] = {k: Metric(**v) for k, v in (d.get("metrics") or {}).items()}
+        for key in ("grid", "block", "cluster"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        return cls(**d)

@@ -32,6 +32,17 @@ class CompiledKernel:
     sass: str | None = None
     ptx: str | None = None
     kernel_names: list[str] = field(default_factory=list)
+    # bind(inputs) -> zero-argument launcher with all host-side argument conversion done once,
+    # so that timed launches measure the kernel, not the setup. Defaults to launch(inputs).
+    bind: Callable[[Inputs], Callable[[], Any]] | None = None
+
+    def bound(self, inputs: Inputs) -> Callable[[], Any]:
+        if self.bind is not None:
+            return self.bind(inputs)
+        if self.launch is None:
+            raise RuntimeError("this compiled kernel cannot launch (compiled without a GPU)")
+        launch = self.launch
+        return lambda: launch(inputs)
 
 
 @dataclass
@@ -59,3 +70,43 @@ class KernelSpec:
     # e.g. ("row", "col"); tiles of `tile` elements per dim when known.
     output_dims: tuple[str, ...] = ("row", "col")
     tile: tuple[int, ...] | None = None
+    # The kernel's own torch implementation (any precision): the reference named "torch".
+    # Lets a user's kernel with no library counterpart still be timed and profiled against one.
+    torch_reference: Callable[[Inputs], Any] | None = None
+    # Name of the output in make_inputs' mapping that launch writes (and returns).
+    output: str = "out"
+
+
+def find_nvdisasm() -> str | None:
+    """nvdisasm from PATH, CUDA_HOME or the nvidia-cuda-nvdisasm wheel."""
+    import os
+    import shutil
+
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    candidates = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvdisasm")]
+    try:
+        import nvidia
+
+        for root in nvidia.__path__:
+            for sub in ("cu13", "cu12", "cuda_nvdisasm"):
+                candidates.append(os.path.join(root, sub, "bin", "nvdisasm"))
+    except ImportError:
+        pass
+    return next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
+
+
+def disassemble_cubin(cubin: bytes) -> str | None:
+    """SASS text of a cubin (None when nvdisasm is not installed or fails)."""
+    import subprocess
+    import tempfile
+
+    tool = find_nvdisasm()
+    if tool is None:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        r = subprocess.run([tool, "-c", f.name], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None

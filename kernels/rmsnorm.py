@@ -1,0 +1,276 @@
+"""RMSNorm over rows in CuTe DSL: y = x * rsqrt(mean(x^2) + eps) * w.
+
+bf16/fp16 in and out, fp32 math. One thread block per row: each thread loads its
+slices of the row with 16-byte vector loads into registers (the row is read from
+device memory once), squares and sums them in fp32, the block reduces by warp shuffles
+and one shared-memory exchange, then each thread scales its registers and stores.
+
+Config: `threads` (block size) and `vec` (elements per vector access). The row length
+N is a compile-time constant, so a row must split evenly into threads * vec chunks and
+fit in registers; other configs raise ConfigRejected.
+"""
+
+# No `from __future__ import annotations`: the DSL evaluates the kernel annotations at compile time.
+import importlib.util
+import math
+import os
+from typing import Any
+
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
+
+EPS = 1e-6
+# fp32 values a thread may keep for its slice of the row before registers would spill.
+MAX_VALUES_PER_THREAD = 64
+
+_TORCH_DTYPES = ("bfloat16", "float16")
+
+
+def _cutlass_dtype(dtype: str):
+    import cutlass
+
+    try:
+        return {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[dtype]
+    except KeyError:
+        raise ConfigRejected(f"rmsnorm supports bfloat16 and float16, not {dtype}") from None
+
+
+def check_config(config: dict[str, Any], shape: dict[str, int], dtype: str) -> tuple[int, int, int]:
+    """Validate a config for a shape; returns (threads, vec, iters) or raises ConfigRejected."""
+    unknown = set(config) - {"threads", "vec"}
+    if unknown:
+        raise ConfigRejected(f"rmsnorm: unknown config key(s) {', '.join(sorted(unknown))} (known: threads, vec)")
+    if dtype not in _TORCH_DTYPES:
+        raise ConfigRejected(f"rmsnorm supports bfloat16 and float16, not {dtype}")
+    missing = {"M", "N"} - set(shape)
+    if missing:
+        raise ConfigRejected(f"rmsnorm needs shape keys M and N (missing {', '.join(sorted(missing))})")
+    threads, vec, n = int(config["threads"]), int(config["vec"]), int(shape["N"])
+    if threads % 32 or not 32 <= threads <= 1024:
+        raise ConfigRejected(f"rmsnorm: threads={threads} must be a multiple of 32 in [32, 1024]")
+    if vec not in (1, 2, 4, 8):
+        raise ConfigRejected(f"rmsnorm: vec={vec} must be 1, 2, 4 or 8 (8 x 16-bit = one 16-byte access)")
+    if n % (threads * vec):
+        raise ConfigRejected(f"rmsnorm: N={n} is not a multiple of threads*vec={threads * vec}")
+    iters = n // (threads * vec)
+    if iters * vec > MAX_VALUES_PER_THREAD:
+        raise ConfigRejected(
+            f"rmsnorm: N={n} needs {iters * vec} fp32 values per thread at threads={threads} "
+            f"(limit {MAX_VALUES_PER_THREAD}); use more threads")
+    if shape["M"] < 1:
+        raise ConfigRejected("rmsnorm: M must be positive")
+    return threads, vec, iters
+
+
+def _build_kernel_class():
+    """Defined lazily so that importing this module does not import cutlass."""
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass import Float32
+
+    class RMSNormRows:
+        def __init__(self, n: int, threads: int, vec: int):
+            self.n = n
+            self.threads = threads
+            self.vec = vec
+            self.iters = n // (threads * vec)
+            self.warps = threads // 32
+
+        @cute.jit
+        def __call__(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: Float32, stream):
+            rows = cute.size(mX, mode=[0])
+            self.kernel(mX, mW, mY, eps).launch(
+                grid=[rows, 1, 1], block=[self.threads, 1, 1],
+                smem=self.warps * 4 + 16, stream=stream)
+
+        @cute.kernel
+        def kernel(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: Float32):
+            tidx, _, _ = cute.arch.thread_idx()
+            row, _, _ = cute.arch.block_idx()
+            # Chunks of `vec` contiguous elements: ((vec), (N / vec)); chunk i*threads + tidx
+            # keeps a warp's accesses contiguous (coalesced) in every iteration.
+            gX = cute.zipped_divide(mX[row, None], (self.vec,))
+            gY = cute.zipped_divide(mY[row, None], (self.vec,))
+            gW = cute.zipped_divide(mW, (self.vec,))
+
+            vals = cute.make_rmem_tensor(((self.vec,), self.iters), Float32)  # chunk shape matches ((vec),)
+            sumsq = Float32(0.0)
+            for i in cutlass.range_constexpr(self.iters):
+                x = gX[(None, i * self.threads + tidx)].load().to(Float32)
+                vals[None, i].store(x)
+                sumsq = sumsq + (x * x).reduce(cute.ReductionOp.ADD, Float32(0.0), reduction_profile=0)
+
+            sumsq = cute.arch.warp_reduction_sum(sumsq)
+            smem = cutlass.utils.SmemAllocator()
+            partial = smem.allocate_tensor(Float32, cute.make_layout(self.warps), byte_alignment=16)
+            warp = tidx // 32
+            lane = tidx % 32
+            if lane == 0:
+                partial[warp] = sumsq
+            cute.arch.barrier()
+            total = Float32(0.0)
+            for w in cutlass.range_constexpr(self.warps):
+                total = total + partial[w]
+            rstd = cute.math.rsqrt(total / Float32(self.n) + eps)
+
+            for i in cutlass.range_constexpr(self.iters):
+                w = gW[(None, i * self.threads + tidx)].load().to(Float32)
+                y = vals[None, i].load() * rstd * w
+                gY[(None, i * self.threads + tidx)].store(y.to(mY.element_type))
+
+    return RMSNormRows
+
+
+_KERNEL_CLASS = None
+
+
+def _kernel_class():
+    global _KERNEL_CLASS
+    if _KERNEL_CLASS is None:
+        _KERNEL_CLASS = _build_kernel_class()
+    return _KERNEL_CLASS
+
+
+def _gpu_present() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def _read_artifacts(compiled) -> tuple[bytes | None, str | None, str | None]:
+    cubin = getattr(compiled, "__cubin__", None)
+    ptx = getattr(compiled, "__ptx__", None)
+    if isinstance(cubin, str):
+        cubin = cubin.encode("latin-1")
+    if isinstance(ptx, bytes):
+        ptx = ptx.decode(errors="replace")
+    sass = None
+    if cubin:
+        from kernelscope.kernels.spec import disassemble_cubin
+        sass = disassemble_cubin(cubin)
+    return cubin, sass, ptx
+
+
+def compile_rmsnorm(config: dict[str, Any], shape: dict[str, int], dtype: str, arch: str = "sm_90a") -> CompiledKernel:
+    """Compile for (N, dtype, config). M stays dynamic. Works without a GPU (launch=None)."""
+    threads, vec, _ = check_config(config, shape, dtype)
+    os.environ.setdefault("CUTE_DSL_ARCH", arch)
+    import cutlass
+    import cutlass.cute as cute
+
+    cdtype = _cutlass_dtype(dtype)
+    n = int(shape["N"])
+    on_gpu = _gpu_present()
+    use_ffi = on_gpu and importlib.util.find_spec("tvm_ffi") is not None
+    m_sym = cute.sym_int()
+    align = 16
+    x = cute.runtime.make_fake_compact_tensor(cdtype, (m_sym, n), stride_order=(1, 0), assumed_align=align)
+    y = cute.runtime.make_fake_compact_tensor(cdtype, (m_sym, n), stride_order=(1, 0), assumed_align=align)
+    w = cute.runtime.make_fake_compact_tensor(cdtype, (n,), assumed_align=align)
+    stream = cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=use_ffi)
+    options = "--keep-cubin --keep-ptx" + (" --enable-tvm-ffi" if use_ffi else "")
+    compiled = cute.compile(_kernel_class()(n, threads, vec), x, w, y, cutlass.Float32(EPS), stream,
+                            options=options)
+    cubin, sass, ptx = _read_artifacts(compiled)
+
+    launch = None
+    bind = None
+    if on_gpu:
+        if use_ffi:
+            def launch(inputs):
+                compiled(inputs["x"], inputs["w"], inputs["out"], EPS)
+                return inputs["out"]
+
+            def bind(inputs):
+                xt, wt, ot = inputs["x"], inputs["w"], inputs["out"]
+                return lambda: compiled(xt, wt, ot, EPS)
+        else:
+            def bind(inputs):
+                # Conversions happen once here so that timed launches carry no host-side setup.
+                import torch
+                from cuda.bindings import driver as cuda
+                from cutlass.cute.runtime import from_dlpack
+
+                args = [from_dlpack(inputs[k], assumed_align=16) for k in ("x", "w", "out")]
+                st = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+                return lambda: compiled(args[0], args[1], args[2], cutlass.Float32(EPS), st)
+
+            def launch(inputs):
+                bind(inputs)()
+                return inputs["out"]
+    return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
+                          kernel_names=_kernel_names(sass), bind=bind)
+
+
+def _kernel_names(sass: str | None) -> list[str]:
+    if not sass:
+        return []
+    names = []
+    for line in sass.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == ".global":
+            names.append(parts[1])
+    return names
+
+
+# --- inputs, reference, costs -------------------------------------------------------------
+
+def make_inputs(shape, dtype: str, seed: int, device: str):
+    import torch
+
+    m, n = int(shape["M"]), int(shape["N"])
+    tdtype = getattr(torch, dtype)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn(m, n, generator=gen, dtype=torch.float32).to(device=device, dtype=tdtype)
+    # Weights near 1 but not equal, so a kernel that ignores or misindexes them is caught.
+    w = (1.0 + 0.5 * torch.randn(n, generator=gen, dtype=torch.float32)).to(device=device, dtype=tdtype)
+    # NaN-poisoned output: an element the kernel fails to write shows up as an error.
+    out = torch.full((m, n), float("nan"), dtype=tdtype, device=device)
+    return {"x": x, "w": w, "out": out}
+
+
+def reference_fp32(inputs):
+    import torch
+
+    x = inputs["x"].float()
+    w = inputs["w"].float()
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + EPS) * w
+
+
+def torch_reference(inputs):
+    import torch.nn.functional as F
+
+    x = inputs["x"]
+    return F.rms_norm(x, (x.shape[-1],), inputs["w"], EPS)
+
+
+def flops(shape) -> float:
+    # per element: square, add, scale by rstd, scale by w
+    return 4.0 * shape["M"] * shape["N"]
+
+
+def bytes_moved(shape, dtype: str) -> float:
+    elem = 2  # bf16 / fp16
+    return float(elem * (2 * shape["M"] * shape["N"] + shape["N"]))
+
+
+SPEC = KernelSpec(
+    name="rmsnorm",
+    description="RMSNorm over rows (CuTe DSL): one block per row, 16-byte loads, fp32 math",
+    references=["torch.rmsnorm", "quack.rmsnorm"],
+    default_shapes=[{"M": 16384, "N": 4096}, {"M": 4096, "N": 8192}],
+    default_config={"threads": 256, "vec": 8},
+    dtypes=list(_TORCH_DTYPES),
+    make_inputs=make_inputs,
+    compile=compile_rmsnorm,
+    reference_fp32=reference_fp32,
+    flops=flops,
+    bytes_moved=bytes_moved,
+    tolerance={"bfloat16": (2e-2, 2e-2), "float16": (4e-3, 4e-3)},
+    config_space={"threads": [128, 256, 512, 1024], "vec": [2, 4, 8]},
+    # 16-byte loads/stores, warp shuffle reduction, rsqrt, one block barrier.
+    expected_sass=["LDG", "STG", "SHFL", "MUFU", "BAR"],
+    output_dims=("row", "col"),
+    torch_reference=torch_reference,
+)

@@ -1,0 +1,137 @@
+"""`kernelscope show` and `kernelscope diff`: reports into tables."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+
+from kernelscope.errors import UserError
+from kernelscope.profiler.catalog import load_catalog
+from kernelscope.profiler.compare import compare, readings
+from kernelscope.profiler.record import KernelProfile
+from kernelscope.profiler.report import select, split_spec
+from kernelscope.profiler.sources import load_profiles
+from kernelscope.reports import markdown, structured, terminal
+
+FORMATS = ("table", "json", "csv", "markdown")
+_INDEX = re.compile(r"^@(\d+)$")
+
+
+def _catalog_option(f):
+    return click.option("--catalog", "catalog_files", multiple=True, type=click.Path(dir_okay=False),
+                        help="Extra catalog TOML file(s) adding or overriding metric entries.")(f)
+
+
+def _pick(profiles: list[KernelProfile], selector: str | None, where: str) -> list[KernelProfile]:
+    if selector and (m := _INDEX.match(selector)):
+        index = int(m.group(1))
+        chosen = [p for p in profiles if p.index == index]
+        if not chosen:
+            raise UserError(f"{where} has no kernel @{index} (indices 0..{len(profiles) - 1})")
+        return chosen
+    return select(profiles, selector, what=where)
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+@click.command()
+@click.argument("report")
+@click.option("-k", "--kernel", "regex", help="Regex over kernel names (function, demangled, NVTX range) or @INDEX.")
+@click.option("--view", "views", multiple=True, help="View(s) to show (default: all). See `kernelscope views`.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--group-nvtx", metavar="PREFIX", help="Merge launches inside NVTX ranges whose name starts with PREFIX.")
+@_catalog_option
+def show(report, regex, views, fmt, group_nvtx, catalog_files):
+    """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
+
+    REPORT may carry a selector: FILE.ncu-rep:REGEX or FILE.ncu-rep:@INDEX.
+    """
+    path, selector = split_spec(report)
+    catalog = load_catalog(catalog_files)
+    view_names = list(views) or catalog.view_names()
+    catalog.metrics_of(view_names)
+    profiles = _pick(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
+    entries = [(p, readings(p, catalog, view_names)) for p in profiles]
+    if views:
+        for view in view_names:
+            if not any(r.collected for _, vs in entries for r in vs[view]):
+                raise UserError(f"view {view!r}: none of its metrics were collected in {path} (profile with the sections it needs)")
+    titles = {v: catalog.views[v].title for v in view_names}
+    if fmt == "json":
+        _emit(structured.dumps(structured.show_document(path, entries, titles)))
+    elif fmt == "csv":
+        _emit(structured.show_csv(entries))
+    elif fmt == "markdown":
+        _emit(markdown.show_markdown(entries, titles))
+    else:
+        terminal.print_show(terminal.make_console(), entries, titles)
+
+
+def resolve_one(spec: str, role: str) -> KernelProfile:
+    path, selector = split_spec(spec)
+    if selector is None and ".json:" in spec:
+        path, selector = spec.split(".json:", 1)
+        path += ".json"
+    profiles = _pick(load_profiles(path), selector, path)
+    if len(profiles) != 1:
+        names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])
+        more = f", ... ({len(profiles)} in all)" if len(profiles) > 6 else ""
+        raise UserError(f"{role} {spec!r} matches {len(profiles)} kernels ({names}{more}); narrow it with :REGEX or :@INDEX")
+    return profiles[0]
+
+
+@click.command()
+@click.argument("a")
+@click.argument("b", required=False)
+@click.option("--view", "views", multiple=True, help="View(s) to compare (default: all).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--top-opcodes", default=15, show_default=True, help="Opcodes to list in the instruction-mix table.")
+@_catalog_option
+def diff(a, b, views, fmt, top_opcodes, catalog_files):
+    """Put kernel A (yours) beside kernel B (the reference), metric by metric.
+
+    A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
+    name the same report. With one argument, the report must hold exactly two kernels.
+    """
+    if b is None:
+        path, selector = split_spec(a)
+        profiles = _pick(load_profiles(path), selector, path)
+        if len(profiles) != 2:
+            raise UserError(f"diff with one report needs exactly two kernels there; {path} has {len(profiles)} matching (give A and B)")
+        first, second = profiles
+    else:
+        first, second = resolve_one(a, "A"), resolve_one(b, "B")
+    catalog = load_catalog(catalog_files)
+    comparison = compare(first, second, catalog, list(views) or None, top_opcodes)
+    if fmt == "json":
+        _emit(structured.dumps(structured.diff_document(comparison)))
+    elif fmt == "csv":
+        _emit(structured.diff_csv(comparison))
+    elif fmt == "markdown":
+        _emit(markdown.diff_markdown(comparison))
+    else:
+        terminal.print_comparison(comparison, terminal.make_console())
+
+
+@click.command()
+@_catalog_option
+def views(catalog_files):
+    """List the metric views and their entries (the catalog)."""
+    catalog = load_catalog(catalog_files)
+    console = terminal.make_console()
+    for view in catalog.views.values():
+        console.print(f"[bold]{view.name}[/bold] — {view.title}")
+        for m in view.metrics:
+            d = catalog.metrics[m]
+            console.print(f"  {d.id:<28} {d.label:<34} [dim]{d.unit:<6} better={d.better:<6} {d.definition}[/dim]")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(show)
+    group.add_command(diff)
+    group.add_command(views)

@@ -1,0 +1,448 @@
+"""Read Nsight Compute reports (.ncu-rep) into KernelProfile records.
+
+The reader uses NVIDIA's `ncu_report` module: the PyPI wheel `ncu-report` when it is
+installed, otherwise the copy inside an Nsight Compute install (found from `NCU_HOME`
+or from `ncu` on PATH, under `extras/python`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shlex
+import shutil
+import struct
+import sys
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Iterable
+
+from kernelscope.errors import UserError
+from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
+
+REPORT_MAGIC = b"NVR\x00"
+STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+OPCODE_MIX_METRIC = "sass__inst_executed_per_opcode"
+
+# ncu's defaults when a flag is absent from the recorded command line.
+NCU_DEFAULT_CLOCK_CONTROL = "base"
+NCU_DEFAULT_CACHE_CONTROL = "all"
+
+
+def import_ncu_report():
+    """Import `ncu_report` from the wheel or from an Nsight Compute install."""
+    try:
+        return importlib.import_module("ncu_report")
+    except ImportError:
+        pass
+    for root in _ncu_install_roots():
+        candidate = root / "extras" / "python"
+        if (candidate / "ncu_report.py").exists() or (candidate / "ncu_report").exists():
+            sys.path.insert(0, str(candidate))
+            try:
+                return importlib.import_module("ncu_report")
+            except ImportError:
+                sys.path.remove(str(candidate))
+    raise UserError(
+        "cannot read .ncu-rep files: the Python module ncu_report is missing "
+        "(pip install ncu-report, or set NCU_HOME to an Nsight Compute install)"
+    )
+
+
+def _ncu_install_roots() -> Iterable[Path]:
+    if os.environ.get("NCU_HOME"):
+        yield Path(os.environ["NCU_HOME"])
+    exe = shutil.which("ncu")
+    if exe:
+        real = Path(exe).resolve()
+        # <root>/ncu, or <root>/target/<platform>/ncu
+        yield real.parent
+        yield real.parent.parent.parent
+
+
+def load_report(
+    path: str | os.PathLike,
+    *,
+    group_nvtx_prefix: str | None = None,
+) -> list[KernelProfile]:
+    """One KernelProfile per profiled kernel launch, in report order.
+
+    With `group_nvtx_prefix`, launches inside an NVTX push/pop range whose name starts
+    with the prefix are merged into one profile per range (kind "nvtx-range"); launches
+    outside such ranges stay single.
+    """
+    path = Path(path)
+    raw = _read_checked(path)
+    ncu_report = import_ncu_report()
+    try:
+        context = ncu_report.load_report(str(path))
+    except Exception as e:  # the module raises plain exceptions with its own text
+        raise UserError(f"{path}: not a readable Nsight Compute report ({e})") from None
+    session = _session_facts(raw)
+    profiles: list[KernelProfile] = []
+    for range_index in range(context.num_ranges()):
+        report_range = context.range_by_idx(range_index)
+        for action_index in range(report_range.num_actions()):
+            action = report_range.action_by_idx(action_index)
+            profiles.append(_profile_from_action(action, str(path), len(profiles), session))
+    if not profiles:
+        raise UserError(f"{path}: the report holds no profiled kernels")
+    if group_nvtx_prefix is not None:
+        profiles = group_by_nvtx(profiles, group_nvtx_prefix)
+    return profiles
+
+
+def _read_checked(path: Path) -> bytes:
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a report")
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    if not raw.startswith(REPORT_MAGIC):
+        raise UserError(f"{path}: not an Nsight Compute report (.ncu-rep)")
+    if _looks_truncated(raw):
+        raise UserError(f"{path}: the report is truncated (incomplete copy or interrupted ncu run)")
+    return raw
+
+
+def _looks_truncated(raw: bytes) -> bool:
+    """True when the report's block sizes run past the end of the file.
+
+    A report is a magic, a small file header, then blocks of
+    [u32 header size][header message][payload], where field 5 of the header message
+    is the payload size. The check only says "truncated" when that walk provably runs
+    past the end; any layout it does not understand is given the benefit of the doubt.
+    """
+    try:
+        pos = len(REPORT_MAGIC)
+        (file_header_size,) = struct.unpack_from("<I", raw, pos)
+        pos += 4 + file_header_size
+        while pos < len(raw):
+            if pos + 4 > len(raw):
+                return True
+            (header_size,) = struct.unpack_from("<I", raw, pos)
+            pos += 4
+            if pos + header_size > len(raw):
+                return True
+            payload = _varint_field(raw[pos : pos + header_size], 5)
+            pos += header_size + payload
+        return pos > len(raw)
+    except (struct.error, ValueError, IndexError):
+        return False
+
+
+def _varint_field(message: bytes, wanted: int) -> int:
+    """Value of varint field `wanted` in a protobuf message (0 when absent)."""
+    i = 0
+    while i < len(message):
+        key, i = _varint(message, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(message, i)
+            if field == wanted:
+                return value
+        elif wire == 2:
+            length, i = _varint(message, i)
+            i += length
+        elif wire == 5:
+            i += 4
+        elif wire == 1:
+            i += 8
+        else:
+            raise ValueError("unknown wire type")
+    return 0
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[i]
+        i += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return result, i
+
+
+_VERSION = re.compile(rb"Nsight Compute[^\x00-\x1f]{0,40}\x12([\x01-\x7f])")
+_NCU_COMMAND = re.compile(rb"(?:^|[/\\\x00-\x20])ncu(?:\.exe)?\x20-")
+
+
+def _session_facts(raw: bytes) -> Session:
+    """The ncu version and command line recorded in the report, and what they imply."""
+    session = Session(tool="ncu")
+    m = _VERSION.search(raw)
+    if m:
+        length = m.group(1)[0]
+        start = m.end()
+        session.tool_version = raw[start : start + length].decode("ascii", "replace").strip()
+    command = _recorded_command(raw)
+    if command:
+        session.command_line = command
+        args = _split(command)
+        session.clock_control = _flag_value(args, "--clock-control") or NCU_DEFAULT_CLOCK_CONTROL
+        session.cache_control = _flag_value(args, "--cache-control") or NCU_DEFAULT_CACHE_CONTROL
+    return session
+
+
+def _recorded_command(raw: bytes) -> str | None:
+    """The ncu command line, stored as a length-prefixed string in the session block."""
+    for m in _NCU_COMMAND.finditer(raw):
+        hit = m.start()
+        # The string starts after its varint length. Try starts from the farthest back:
+        # the first one whose whole text is printable is the real start (a start inside
+        # the string would cut it short, one before it would include the length bytes).
+        for start in range(max(hit - 1024, 1), hit + 1):
+            for width in (1, 2):
+                if start - width < 0:
+                    continue
+                try:
+                    length, end = _varint(raw, start - width)
+                except IndexError:
+                    continue
+                if end != start or start + length <= m.end() or start + length > len(raw):
+                    continue
+                text = raw[start : start + length]
+                if all(0x20 <= b < 0x7F for b in text):
+                    return text.decode("ascii").strip()
+    return None
+
+
+def _split(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _profile_from_action(action: Any, source: str, index: int, session: Session) -> KernelProfile:
+    metrics: dict[str, Metric] = {}
+    for name in action.metric_names():
+        metric = action.metric_by_name(name)
+        if metric is None:
+            continue
+        value = metric.value()
+        if value is None:
+            continue
+        metrics[name] = Metric(value=value, unit=metric.unit() or "")
+
+    def number(name: str) -> float | None:
+        m = metrics.get(name)
+        return m.value if m is not None and isinstance(m.value, (int, float)) else None
+
+    def dims(prefix: str) -> tuple[int, int, int] | None:
+        values = [number(f"{prefix}_{axis}") for axis in "xyz"]
+        if any(v is None for v in values):
+            return None
+        return tuple(int(v) for v in values)  # type: ignore[return-value]
+
+    cluster = dims("launch__cluster_dim")
+    if cluster == (0, 0, 0):
+        cluster = None  # launched without a cluster
+    major = number("device__attribute_compute_capability_major")
+    minor = number("device__attribute_compute_capability_minor")
+    clock_khz = number("device__attribute_clock_rate")
+    memory_khz = number("device__attribute_memory_clock_rate")
+    device = DeviceInfo(
+        name=_string(metrics.get("device__attribute_display_name")),
+        sm_count=_int(number("device__attribute_multiprocessor_count")),
+        compute_capability=f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+        max_sm_clock_hz=clock_khz * 1e3 if clock_khz is not None else None,
+        sm_clock_hz=number("gpc__cycles_elapsed.avg.per_second") or number("sm__cycles_elapsed.avg.per_second"),
+        memory_clock_hz=memory_khz * 1e3 if memory_khz is not None else None,
+    )
+    this_session = Session(**vars(session))
+    passes = number("profiler__replayer_passes")
+    this_session.replay_passes = int(passes) if passes is not None else None
+
+    return KernelProfile(
+        source=source,
+        index=index,
+        kind="kernel",
+        name=action.name(action.NameBase_FUNCTION),
+        demangled_name=action.name(action.NameBase_DEMANGLED),
+        mangled_name=action.name(action.NameBase_MANGLED) or None,
+        nvtx_ranges=_nvtx_ranges(action),
+        grid=dims("launch__grid_dim"),
+        block=dims("launch__block_dim"),
+        cluster=cluster,
+        device=device,
+        session=this_session,
+        metrics=metrics,
+        instruction_mix=_instanced_by_name(action, OPCODE_MIX_METRIC),
+        stalls={m.group(1): float(v.value) for name, v in metrics.items() if (m := STALL_METRIC.match(name))},
+    )
+
+
+def _string(metric: Metric | None) -> str | None:
+    return None if metric is None else str(metric.value)
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _instanced_by_name(action: Any, name: str) -> dict[str, float]:
+    """An instanced metric whose correlation ids are names (e.g. opcodes) as a dict."""
+    metric = action.metric_by_name(name)
+    if metric is None or metric.num_instances() == 0 or not metric.has_correlation_ids():
+        return {}
+    ids = metric.correlation_ids()
+    out: dict[str, float] = {}
+    for i in range(metric.num_instances()):
+        out[ids.as_string(i)] = float(metric.as_double(i))
+    return out
+
+
+def _nvtx_ranges(action: Any) -> list[str]:
+    """Names of the NVTX push/pop ranges (outermost first) around this launch."""
+    state = action.nvtx_state()
+    if state is None:
+        return []
+    names: list[str] = []
+    for domain_id in state.domains():
+        domain = state.domain_by_id(domain_id)
+        names.extend(str(n) for n in domain.push_pop_ranges())
+    return names
+
+
+# ---------------------------------------------------------------------------------
+# Selection and grouping
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """'file.ncu-rep:REGEX' -> (file, REGEX); a plain path -> (path, None).
+
+    Only a colon after the '.ncu-rep' suffix separates a regex, so paths with
+    colons elsewhere (and Windows drive letters) still work.
+    """
+    marker = ".ncu-rep:"
+    at = spec.find(marker)
+    if at >= 0:
+        return spec[: at + len(".ncu-rep")], spec[at + len(marker) :] or None
+    return spec, None
+
+
+def select(profiles: list[KernelProfile], pattern: str | None, *, what: str = "") -> list[KernelProfile]:
+    """Profiles whose function, demangled name or NVTX range matches the regex (search)."""
+    if pattern is None:
+        return list(profiles)
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise UserError(f"bad kernel regex {pattern!r}: {e}") from None
+    chosen = [
+        p
+        for p in profiles
+        if regex.search(p.name) or regex.search(p.demangled_name) or any(regex.search(r) for r in p.nvtx_ranges)
+    ]
+    if not chosen:
+        names = sorted({p.name for p in profiles})
+        shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+        where = f" in {what}" if what else ""
+        raise UserError(f"no kernel matches {pattern!r}{where}; kernels there: {shown}")
+    return chosen
+
+
+def group_by_nvtx(profiles: list[KernelProfile], prefix: str) -> list[KernelProfile]:
+    """Merge launches that share an NVTX range starting with `prefix` into one profile."""
+    groups: "OrderedDict[str, list[KernelProfile]]" = OrderedDict()
+    singles: list[tuple[int, KernelProfile]] = []
+    first_position: dict[str, int] = {}
+    for position, p in enumerate(profiles):
+        key = next((r for r in reversed(p.nvtx_ranges) if r.startswith(prefix)), None)
+        if key is None:
+            singles.append((position, p))
+            continue
+        groups.setdefault(key, []).append(p)
+        first_position.setdefault(key, position)
+    merged = [(first_position[k], merge_profiles(k, members)) for k, members in groups.items()]
+    ordered = sorted(merged + singles, key=lambda t: t[0])
+    out = []
+    for i, (_, p) in enumerate(ordered):
+        p.index = i
+        out.append(p)
+    return out
+
+
+_SUMMED_UNITS = {"byte", "inst", "sector", "request", "cycle", "ns", "usecond", "msecond", "second", "warp", "thread", "block", ""}
+
+
+def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
+    """One profile for several launches of one NVTX range.
+
+    Totals (`*.sum` counters and the duration) add up; rates, percentages and averages
+    are averaged weighted by each launch's duration; launch facts (registers, grid)
+    are the first launch's, and the member names are kept in `demangled_name`.
+    A metric missing from any member is left out (not collected), never partially summed.
+    """
+    if len(members) == 1:
+        only = members[0]
+        merged = KernelProfile(**{**vars(only), "name": name, "kind": "nvtx-range"})
+        merged.demangled_name = only.demangled_name
+        return merged
+    first = members[0]
+    durations = [m.value("gpu__time_duration.sum") for m in members]
+    weights = [float(d) if isinstance(d, (int, float)) else 1.0 for d in durations]
+    total_weight = sum(weights) or 1.0
+    metrics: dict[str, Metric] = {}
+    for key, metric in first.metrics.items():
+        values = [m.metrics.get(key) for m in members]
+        if any(v is None for v in values):
+            continue
+        if not all(isinstance(v.value, (int, float)) for v in values):
+            metrics[key] = metric
+            continue
+        if key.startswith(("launch__", "device__")):
+            metrics[key] = metric
+        elif _is_total(key, metric.unit):
+            metrics[key] = Metric(sum(v.value for v in values), metric.unit)
+        else:
+            metrics[key] = Metric(sum(v.value * w for v, w in zip(values, weights)) / total_weight, metric.unit)
+    mix: dict[str, float] = {}
+    for m in members:
+        for op, count in m.instruction_mix.items():
+            mix[op] = mix.get(op, 0.0) + count
+    stalls: dict[str, float] = {}
+    stall_keys = set.intersection(*(set(m.stalls) for m in members)) if members else set()
+    for reason in stall_keys:
+        stalls[reason] = sum(m.stalls[reason] * w for m, w in zip(members, weights)) / total_weight
+    return KernelProfile(
+        source=first.source,
+        index=first.index,
+        kind="nvtx-range",
+        name=name,
+        demangled_name=" + ".join(m.name for m in members),
+        mangled_name=None,
+        nvtx_ranges=first.nvtx_ranges,
+        grid=first.grid,
+        block=first.block,
+        cluster=first.cluster,
+        device=first.device,
+        session=first.session,
+        metrics=metrics,
+        instruction_mix=mix,
+        stalls=stalls,
+        launches=sum(m.launches for m in members),
+    )
+
+
+def _is_total(name: str, unit: str) -> bool:
+    if name == "gpu__time_duration.sum":
+        return True
+    if ".pct" in name or ".per_" in name or name.endswith((".ratio", ".pct", ".avg", ".max", ".min")):
+        return False
+    return name.endswith(".sum") and unit in _SUMMED_UNITS

@@ -1,0 +1,55 @@
+"""Load profiles from any input kernelscope accepts: a .ncu-rep or a kernelscope JSON file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernelscope.errors import UserError
+from kernelscope.profiler.record import KernelProfile
+from kernelscope.profiler.report import REPORT_MAGIC, load_report, select, split_spec
+
+SHOW_SCHEMA = "kernelscope.show"
+SHOW_SCHEMA_VERSION = 1
+
+
+def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None) -> list[KernelProfile]:
+    path = Path(path)
+    if path.suffix == ".json":
+        return _load_json(path)
+    if path.exists() and path.is_file():
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if head.lstrip().startswith(b"{"):
+            return _load_json(path)
+        if not head.startswith(REPORT_MAGIC):
+            raise UserError(f"{path}: neither an Nsight Compute report (.ncu-rep) nor a kernelscope JSON file")
+    return load_report(path, group_nvtx_prefix=group_nvtx_prefix)
+
+
+def load_selected(spec: str, default_regex: str | None = None) -> list[KernelProfile]:
+    """'FILE[:REGEX]' -> the matching profiles of FILE (UserError when none)."""
+    path, regex = split_spec(spec)
+    if regex is None and path.endswith(".json") and ".json:" in spec:
+        path, regex = spec.split(".json:", 1)
+        path += ".json"
+    profiles = load_profiles(path)
+    return select(profiles, regex or default_regex, what=path)
+
+
+def _load_json(path: Path) -> list[KernelProfile]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("schema") != SHOW_SCHEMA:
+        raise UserError(f"{path}: not a kernelscope profile file (expected schema {SHOW_SCHEMA!r}, from `show --format json`)")
+    version = data.get("schema_version")
+    if version != SHOW_SCHEMA_VERSION:
+        raise UserError(f"{path}: schema version {version} is not supported (this kernelscope reads {SHOW_SCHEMA_VERSION})")
+    try:
+        return [KernelProfile.from_dict(k["profile"]) for k in data["kernels"]]
+    except (KeyError, TypeError) as e:
+        raise UserError(f"{path}: malformed kernelscope profile file (missing {e})") from None

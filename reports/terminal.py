@@ -1,0 +1,170 @@
+"""Rich tables for the terminal."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.profiler.compare import Comparison, MetricReading
+from kernelscope.profiler.record import KernelProfile
+from kernelscope.reports.formatting import (
+    NOT_COLLECTED,
+    format_change,
+    format_relative,
+    format_share,
+    format_value,
+    launch_shape,
+)
+
+
+def make_console(**kwargs) -> Console:
+    return Console(highlight=False, soft_wrap=False, **kwargs)
+
+
+def describe(p: KernelProfile) -> str:
+    launch = f"grid {launch_shape(p.grid)}  block {launch_shape(p.block)}"
+    if p.cluster:
+        launch += f"  cluster {launch_shape(p.cluster)}"
+    if p.launches > 1:
+        launch += f"  ({p.launches} launches)"
+    return launch
+
+
+def session_line(p: KernelProfile) -> str:
+    d, s = p.device, p.session
+    parts = [d.name or "device n/a"]
+    if d.sm_count:
+        parts.append(f"{d.sm_count} SMs")
+    if d.sm_clock_hz:
+        parts.append(f"SM clock {d.sm_clock_hz / 1e9:.2f} GHz measured")
+    if s.tool == "ncu":
+        parts.append(f"ncu {s.tool_version.split()[0] if s.tool_version else 'version n/a'}")
+        parts.append(f"clock control {s.clock_control or 'n/a'}")
+        parts.append(f"cache control {s.cache_control or 'n/a'}")
+        if s.replay_passes:
+            parts.append(f"{s.replay_passes} passes")
+    else:
+        parts.append(f"{s.tool} (compile-only)")
+    return " · ".join(parts)
+
+
+def print_show(console: Console, entries: list[tuple[KernelProfile, dict[str, list[MetricReading]]]], view_titles: dict[str, str]) -> None:
+    for profile, views in entries:
+        console.print(Text(f"[{profile.index}] {profile.name}", style="bold cyan"))
+        if profile.demangled_name and profile.demangled_name != profile.name:
+            console.print(Text(f"    {profile.demangled_name}", style="dim"), overflow="fold")
+        console.print(f"    {describe(profile)}")
+        console.print(f"    {session_line(profile)}", style="dim")
+        for view, rs in views.items():
+            table = Table(title=view_titles[view], title_justify="left", show_edge=False, pad_edge=False)
+            table.add_column("Metric")
+            table.add_column("Value", justify="right")
+            table.add_column("id", style="dim")
+            for r in rs:
+                text = format_value(r.value, r.definition.unit)
+                table.add_row(r.definition.label, Text(text, style="dim" if r.value is None else ""), r.definition.id)
+            if not any(r.collected for r in rs):
+                console.print(Text(f"  {view_titles[view]}: not collected in this report", style="yellow"))
+                continue
+            console.print(table)
+        if profile.instruction_mix:
+            print_top_opcodes(console, profile)
+        console.print()
+
+
+def print_top_opcodes(console: Console, profile: KernelProfile, top: int = 12) -> None:
+    total = sum(profile.instruction_mix.values()) or 1.0
+    table = Table(title="Instruction mix (top opcodes)", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("Opcode")
+    table.add_column("Executed", justify="right")
+    table.add_column("Share", justify="right")
+    for op, count in sorted(profile.instruction_mix.items(), key=lambda kv: kv[1], reverse=True)[:top]:
+        table.add_row(op, format_value(count, "inst"), format_share(count / total))
+    console.print(table)
+
+
+_BETTER_STYLE = {"a": ("A", "green"), "b": ("B", "red"), "same": ("=", "dim")}
+
+
+def print_comparison(comparison: Comparison, console: Console | None = None) -> None:
+    console = console or make_console()
+    a, b = comparison.a, comparison.b
+    console.print(Text("A ", style="bold") + Text(f"{a.name}", style="bold cyan") + Text(f"  [{a.index}] {a.source}", style="dim"))
+    console.print(f"  {describe(a)}")
+    console.print(f"  {session_line(a)}", style="dim")
+    console.print(Text("B ", style="bold") + Text(f"{b.name}", style="bold magenta") + Text(f"  [{b.index}] {b.source}", style="dim"))
+    console.print(f"  {describe(b)}")
+    console.print(f"  {session_line(b)}", style="dim")
+    for warning in comparability_warnings(a, b):
+        console.print(Text(f"  note: {warning}", style="yellow"))
+    console.print(Text("  Change = A - B; Better marks the side the metric's direction favours.", style="dim"))
+    for view, deltas in comparison.views.items():
+        title = comparison.view_titles[view]
+        if not any(d.a is not None or d.b is not None for d in deltas):
+            console.print(Text(f"{title}: not collected in either report", style="yellow"))
+            continue
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        table.add_column("Metric")
+        table.add_column("A", justify="right")
+        table.add_column("B", justify="right")
+        table.add_column("Change", justify="right")
+        table.add_column("Rel.", justify="right")
+        table.add_column("Better", justify="center")
+        for d in deltas:
+            unit = d.definition.unit
+            mark, style = _BETTER_STYLE.get(d.better or "", ("", ""))
+            table.add_row(
+                d.definition.label,
+                Text(format_value(d.a, unit), style="dim" if d.a is None else ""),
+                Text(format_value(d.b, unit), style="dim" if d.b is None else ""),
+                format_change(d.change, unit),
+                format_relative(d.relative),
+                Text(mark, style=style),
+            )
+        console.print(table)
+    print_opcode_table(comparison, console)
+
+
+def print_opcode_table(comparison: Comparison, console: Console) -> None:
+    if not comparison.opcodes:
+        console.print(Text("Instruction mix: not collected in either report (needs SourceCounters or InstructionStats)", style="yellow"))
+        return
+    table = Table(title="Instruction mix: opcodes that differ most (share of all executed instructions)", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("Opcode")
+    table.add_column("A count", justify="right")
+    table.add_column("A share", justify="right")
+    table.add_column("B count", justify="right")
+    table.add_column("B share", justify="right")
+    table.add_column("Share change", justify="right")
+    table.add_column("Count rel.", justify="right")
+    for o in comparison.opcodes:
+        change = o.share_change
+        table.add_row(
+            o.opcode,
+            format_value(o.count_a, "inst"),
+            format_share(o.share_a),
+            format_value(o.count_b, "inst"),
+            format_share(o.share_b),
+            "" if change is None else f"{change * 100:+.2f} pp",
+            format_relative(o.relative) if o.relative is not None else ("new" if (o.count_a or 0) > 0 and o.count_b == 0 else ""),
+        )
+    console.print(table)
+
+
+def comparability_warnings(a: KernelProfile, b: KernelProfile) -> list[str]:
+    """Facts that make a side-by-side comparison less direct; said, not hidden."""
+    notes = []
+    if a.device.name and b.device.name and a.device.name != b.device.name:
+        notes.append(f"different devices: {a.device.name} vs {b.device.name}")
+    if a.session.tool != b.session.tool:
+        notes.append(f"different sources: {a.session.tool} vs {b.session.tool}")
+    if a.session.clock_control != b.session.clock_control:
+        notes.append(f"clock control differs: {a.session.clock_control} vs {b.session.clock_control}")
+    ca, cb = a.device.sm_clock_hz, b.device.sm_clock_hz
+    if ca and cb and abs(ca - cb) / max(ca, cb) > 0.05:
+        notes.append(f"measured SM clocks differ: {ca / 1e9:.2f} vs {cb / 1e9:.2f} GHz (compare cycles, not time)")
+    return notes
+
+
+__all__ = ["make_console", "print_show", "print_comparison", "NOT_COLLECTED"]

@@ -1,0 +1,123 @@
+"""Compile cache for compile-only inspection.
+
+A compile of a CuTe DSL kernel takes seconds; inspecting the same thing again should not.
+An entry is keyed by everything that decides the compiled code:
+
+- the kernel's source: a hash of the Python files of the package or folder it lives in
+  (a kernel may import its neighbours, so all of them count)
+- the request: target, config overrides, shape overrides, dtype and arch as given
+  (with the source hash they determine the resolved config and shape)
+- the toolchain: nvidia-cutlass-dsl, cuobjdump, kernelscope and analysis versions
+
+The key is computed without importing the kernel (nor torch nor cutlass), so a cached
+inspect costs a hash of a few files and one cuobjdump run.
+
+Location: $KERNELSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/kernelscope, else ~/.cache/kernelscope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+ENTRY_FORMAT = 1
+# Source files larger than this are not kernel code; skipping them keeps hashing fast.
+_MAX_SOURCE_BYTES = 4 * 1024 * 1024
+
+
+def cache_root() -> Path:
+    override = os.environ.get("KERNELSCOPE_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "kernelscope"
+
+
+def source_files(folder: Path, recursive: bool) -> list[Path]:
+    pattern = "**/*.py" if recursive else "*.py"
+    files = [p for p in folder.glob(pattern) if p.is_file() and "__pycache__" not in p.parts]
+    return sorted(p for p in files if p.stat().st_size <= _MAX_SOURCE_BYTES)
+
+
+def hash_sources(files: Iterable[Path], relative_to: Path) -> str:
+    h = hashlib.sha256()
+    for path in files:
+        h.update(str(path.relative_to(relative_to)).encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class CacheKey:
+    target: str                      # "rmsnorm" or "/abs/path/file.py:NAME"
+    source_hash: str
+    config: dict[str, Any]           # overrides as given, parsed
+    shape: dict[str, int]            # overrides as given
+    dtype: str | None
+    arch: str
+    versions: dict[str, str | None] = field(default_factory=dict)
+
+    def digest(self) -> str:
+        payload = json.dumps(
+            {"format": ENTRY_FORMAT, "target": self.target, "source": self.source_hash,
+             "config": self.config, "shape": self.shape, "dtype": self.dtype,
+             "arch": self.arch, "versions": self.versions},
+            sort_keys=True, default=repr)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass
+class CacheEntry:
+    cubin: bytes
+    meta: dict[str, Any]             # resolved request and what inspection needs besides the cubin
+
+
+class CompileCache:
+    def __init__(self, root: Path | None = None):
+        self.root = (root or cache_root()) / "compile"
+
+    def _dir(self, key: CacheKey) -> Path:
+        d = key.digest()
+        return self.root / d[:2] / d
+
+    def load(self, key: CacheKey) -> CacheEntry | None:
+        d = self._dir(key)
+        try:
+            meta = json.loads((d / "entry.json").read_text())
+            cubin = (d / "kernel.cubin").read_bytes()
+        except (OSError, ValueError):
+            return None
+        if meta.get("format") != ENTRY_FORMAT:
+            return None
+        return CacheEntry(cubin=cubin, meta=meta)
+
+    def store(self, key: CacheKey, cubin: bytes, meta: dict[str, Any]) -> None:
+        """Write atomically: a reader sees a whole entry or none. A failure to write is not an
+        error for the inspection itself (the cache is an optimisation)."""
+        final = self._dir(key)
+        tmp: Path | None = None
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+            (tmp / "kernel.cubin").write_bytes(cubin)
+            meta = dict(meta, format=ENTRY_FORMAT, created=time.time())
+            (tmp / "entry.json").write_text(json.dumps(meta, indent=1, sort_keys=True, default=repr))
+            if final.exists():
+                shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+        except OSError:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def clear(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -32,6 +32,7 @@ def cli():
 # Each module below defines `register(group)`; one line per command family.
 _COMMAND_MODULES = (
     "report_commands",   # show, diff
+    "run_commands",      # run, profile, sweep
     "inspect_command",   # inspect (compile-only)
 )
 

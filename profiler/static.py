@@ -426,7 +426,8 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
         try:
             compiled = spec.compile(dict(config), dict(shape), dtype, arch)
         except ConfigRejected as e:
-            raise UserError(f"{spec.name}: config rejected: {e}")
+            message = str(e)
+            raise UserError(message if message.startswith(spec.name) else f"{spec.name}: {message}")
         except UserError:
             raise
         except Exception as e:  # the DSL's own diagnostics are long; the first line says it

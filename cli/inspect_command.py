@@ -1,0 +1,228 @@
+"""`kernelscope inspect`: compile a target without a GPU and report what the binary holds."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+import sys
+
+import click
+
+from kernelscope.errors import UserError
+
+FORMATS = ("table", "json")
+# Views that a compile can fill; the others need a run.
+STATIC_VIEWS = ["launch", "static"]
+EXIT_EXPECTED_SASS_MISSING = 1
+
+
+def _split_items(text: str) -> list[str]:
+    """'a=1,b=(2,1)' -> ['a=1', 'b=(2,1)']: commas inside brackets stay."""
+    items, depth, current = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    items.append("".join(current))
+    return [i.strip() for i in items if i.strip()]
+
+
+def _parse_value(text: str):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_assignments(values: tuple[str, ...], option: str, integers: bool = False) -> dict:
+    """Repeated `k=v` (or `k=v,k2=v2`) options -> dict; values are Python literals or strings."""
+    out = {}
+    for value in values:
+        for item in _split_items(value):
+            key, sep, raw = item.partition("=")
+            key = key.strip()
+            if not sep or not key or not raw.strip():
+                raise UserError(f"{option} {item!r}: expected KEY=VALUE")
+            parsed = _parse_value(raw.strip())
+            if integers:
+                if not isinstance(parsed, int) or isinstance(parsed, bool) or parsed < 1:
+                    raise UserError(f"{option} {item!r}: {key} must be a positive integer")
+            out[key] = parsed
+    return out
+
+
+def _command_line() -> str:
+    return " ".join(shlex.quote(a) for a in ["kernelscope", *sys.argv[1:]])
+
+
+def _print_inspection(console, inspection, catalog) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from kernelscope.profiler.compare import readings
+    from kernelscope.reports.formatting import format_value
+    from kernelscope.reports.terminal import describe
+
+    settings = ", ".join(f"{k}={v}" for k, v in inspection.config.items())
+    shape = ", ".join(f"{k}={v}" for k, v in inspection.shape.items())
+    console.print(Text(f"{inspection.kernel}", style="bold") + Text(
+        f"  {inspection.arch}  {inspection.dtype}  config {settings}  shape {shape}", style=""))
+    console.print(Text("compile-only: counts are instructions in the binary, not executed; "
+                       + ("compile taken from the cache" if inspection.from_cache else "compiled now"),
+                       style="dim"))
+    for k in inspection.kernels:
+        p = k.profile
+        console.print(Text(f"[{p.index}] {p.name}", style="bold cyan"), overflow="fold")
+        console.print(f"    {describe(p)}")
+        for view, rs in readings(p, catalog, STATIC_VIEWS).items():
+            table = Table(title=catalog.views[view].title, title_justify="left", show_edge=False, pad_edge=False)
+            table.add_column("Metric")
+            table.add_column("Value", justify="right")
+            table.add_column("id", style="dim")
+            # Occupancy and waves need a device and a run: leave them out rather than print n/a.
+            shown = [r for r in rs if r.collected]
+            for r in shown:
+                table.add_row(r.definition.label, format_value(r.value, r.definition.unit), r.definition.id)
+            if shown:
+                console.print(table)
+        if inspection.expected_sass:
+            marks = [Text(f"{op} ", style="red" if op in k.missing_expected else "green")
+                     for op in inspection.expected_sass]
+            line = Text("Expected opcodes: ")
+            for mark, op in zip(marks, inspection.expected_sass):
+                line += mark
+                line += Text("(missing) " if op in k.missing_expected else "", style="red")
+            console.print(line)
+        mix = sorted(p.instruction_mix.items(), key=lambda kv: (-kv[1], kv[0]))
+        if mix:
+            table = Table(title="SASS instruction histogram (static counts)", title_justify="left",
+                          show_edge=False, pad_edge=False)
+            columns = 4
+            for _ in range(columns):
+                table.add_column("Opcode")
+                table.add_column("Count", justify="right")
+            rows = (len(mix) + columns - 1) // columns
+            for r in range(rows):
+                cells = []
+                for c in range(columns):
+                    i = c * rows + r
+                    cells += [mix[i][0], str(int(mix[i][1]))] if i < len(mix) else ["", ""]
+                table.add_row(*cells)
+            console.print(table)
+        console.print()
+
+
+def _inspect(target, config, shape, dtype, arch, no_cache):
+    from kernelscope.profiler.static import inspect_target
+
+    return inspect_target(target, config=config, shape=shape, dtype=dtype, arch=arch,
+                          use_cache=not no_cache, command_line=_command_line())
+
+
+@click.command()
+@click.argument("target")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
+              help="Config override(s), e.g. --config threads=512 or --config stages=4,cluster=(2,1).")
+@click.option("--vs-config", "vs_configs", multiple=True, metavar="KEY=VALUE",
+              help="Compare with this config (overrides on the defaults, like --config).")
+@click.option("--shape", "shapes", multiple=True, metavar="DIM=N",
+              help="Shape override(s), e.g. --shape M=4096,N=8192 (default: the target's first shape).")
+@click.option("--dtype", default=None, help="Element type (default: the target's first).")
+@click.option("--arch", default="sm_90a", show_default=True, type=click.Choice(["sm_90a", "sm_120a"]),
+              help="Architecture to compile for (the target must claim it).")
+@click.option("--save-sass", "sass_dir", type=click.Path(file_okay=False), default=None,
+              help="Write the cubin and each kernel's SASS listing into this folder.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds this request.")
+def inspect(target, configs, vs_configs, shapes, dtype, arch, sass_dir, fmt, no_cache):
+    """Compile TARGET for ARCH without a GPU and report its registers, spills, shared memory,
+    barriers, SASS instruction histogram and whether the opcodes it declares are present.
+
+    TARGET is a registered kernel name or path/to/file.py:NAME. Exit status 1 when an
+    opcode the kernel declares (KernelSpec.expected_sass) is missing from its SASS.
+    The JSON output (--format json) is a profile file that `show` and `diff` read.
+    """
+    from kernelscope.profiler.catalog import load_catalog
+    from kernelscope.profiler.compare import compare, readings
+    from kernelscope.reports import structured, terminal
+    from kernelscope.reports.terminal import make_console
+
+    config = parse_assignments(configs, "--config")
+    shape = parse_assignments(shapes, "--shape", integers=True)
+    first = _inspect(target, config, shape, dtype, arch, no_cache)
+    second = None
+    if vs_configs:
+        second = _inspect(target, parse_assignments(vs_configs, "--vs-config"), shape, dtype, arch, no_cache)
+
+    if sass_dir:
+        written = _save(first, sass_dir, "_A" if second else "")
+        if second:
+            written += _save(second, sass_dir, "_B")
+        click.echo(f"wrote {len(written)} files to {sass_dir}", err=True)
+
+    catalog = load_catalog()
+    titles = {v: catalog.views[v].title for v in STATIC_VIEWS}
+    if second is None:
+        if fmt == "json":
+            entries = [(p, readings(p, catalog, STATIC_VIEWS)) for p in first.profiles]
+            doc = structured.show_document(first.profiles[0].source if first.profiles else target,
+                                           entries, titles, extra={"inspect": _summary(first)})
+            sys.stdout.write(structured.dumps(doc))
+        else:
+            _print_inspection(make_console(), first, catalog)
+    else:
+        pairs = list(zip(first.profiles, second.profiles))
+        if len(first.profiles) != len(second.profiles):
+            click.echo(f"note: A compiled to {len(first.profiles)} kernels, B to {len(second.profiles)}; "
+                       f"comparing the first {len(pairs)} by position", err=True)
+        comparisons = [compare(a, b, catalog, STATIC_VIEWS + ["instructions"]) for a, b in pairs]
+        if fmt == "json":
+            docs = [structured.diff_document(c) for c in comparisons]
+            doc = {"schema": "kernelscope.inspect-diff", "schema_version": 1,
+                   "a": _summary(first), "b": _summary(second), "comparisons": docs}
+            sys.stdout.write(structured.dumps(doc))
+        else:
+            console = make_console()
+            for c in comparisons:
+                terminal.print_comparison(c, console)
+                console.print()
+
+    missing = [(first, first.missing_expected)] + ([(second, second.missing_expected)] if second else [])
+    problems = [f"{i.kernel} ({', '.join(f'{k}={v}' for k, v in i.config.items())}): {' '.join(m)}"
+                for i, m in missing if m]
+    if problems:
+        click.echo("kernelscope: expected opcodes missing from the SASS: " + "; ".join(problems), err=True)
+        sys.exit(EXIT_EXPECTED_SASS_MISSING)
+
+
+def _save(inspection, folder, label):
+    from kernelscope.profiler.static import save_sass
+
+    return save_sass(inspection, folder, label)
+
+
+def _summary(inspection) -> dict:
+    return {
+        "target": inspection.target,
+        "kernel": inspection.kernel,
+        "arch": inspection.arch,
+        "dtype": inspection.dtype,
+        "config": inspection.config,
+        "shape": inspection.shape,
+        "expected_sass": inspection.expected_sass,
+        "expected_sass_missing": inspection.missing_expected,
+        "from_cache": inspection.from_cache,
+    }
+
+
+def register(group: click.Group) -> None:
+    group.add_command(inspect)

@@ -1,0 +1,370 @@
+"""`kernelscope run`, `profile` and `sweep`: measure a target against its reference.
+
+TARGET is a registered name (`kernelscope run rmsnorm`) or `path/to/file.py:NAME` for a
+kernel defined in the user's own file. Exit codes: 0 success; 1 `run` found the output
+wrong; 2 a usage or input error; 3 the GPU, ncu or the profiled process failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from kernelscope.errors import UserError
+
+
+def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, configs: tuple[str, ...], *, multi: bool):
+    from kernelscope.kernels import registry
+    from kernelscope.profiler import measure
+
+    spec = registry.resolve(target)
+    parsed_shapes = [measure.parse_shape(s) for s in shapes]
+    if not parsed_shapes and spec.default_shapes:
+        parsed_shapes = [dict(spec.default_shapes[0])]
+    if not parsed_shapes:
+        raise UserError(f"{spec.name} has no default shape: pass --shape")
+    for shape in parsed_shapes:
+        measure.check_shape_keys(spec, shape)
+    dtype = dtype or (spec.dtypes[0] if spec.dtypes else "bfloat16")
+    measure.validate_dtype(spec, dtype)
+    config = measure.parse_assignments(configs, "config", multi=multi)
+    measure.check_config_keys(spec, config)
+    return spec, parsed_shapes, dtype, config
+
+
+def _reference_name(spec, vs: str | None) -> str | None:
+    from kernelscope.kernels import references
+
+    if vs in ("none", ""):
+        return None
+    name = vs or references.default_for(spec)
+    if name not in references.REFERENCES:
+        raise UserError(f"unknown reference {name!r}: known are {', '.join(references.names())}")
+    if not references.installed(name):
+        raise UserError(f"reference {name!r} needs the Python package {references.REFERENCES[name].package}, "
+                        "which is not installed")
+    return name
+
+
+def _require_gpu(what: str) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError(f"no CUDA GPU is available: `{what}` needs one "
+                        "(compile-only analysis works without: `kernelscope inspect`)", exit_code=3)
+
+
+def _fmt(v, spec: str = ".3f", unit: str = "") -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:{spec}}{unit}"
+
+
+# --- run --------------------------------------------------------------------------------------
+
+def _print_run(console, result, do_bench_ms: float | None) -> None:
+    from rich.table import Table
+
+    from kernelscope.profiler.measure import format_config, format_shape
+
+    console.print(f"[bold]{result.target}[/bold] vs [bold]{result.reference or '(no reference)'}[/bold]  "
+                  f"shape {format_shape(result.shape)}  {result.dtype}  config {format_config(result.config)}  "
+                  f"on {result.device}")
+    corr = Table(title="Correctness against the fp32 reference", title_justify="left", show_edge=False)
+    for col in ("", "max abs", "max rel", "||err||/||ref||", "over tol", "NaN", "where"):
+        corr.add_column(col, justify="right" if col not in ("", "where") else "left")
+    for side in (result.target_side, result.reference_side):
+        if side is None or side.correctness is None:
+            continue
+        c = side.correctness
+        corr.add_row(side.name, f"{c.max_abs_error:.3g}", f"{c.max_rel_error:.3g}", f"{c.norm_rel_error:.3g}",
+                     f"{c.bad_count}/{c.numel}", str(c.nan_count), c.where())
+    console.print(corr)
+    c = result.target_side.correctness
+    if c is not None:
+        verdict = "[green]PASS[/green]" if c.ok else "[red]FAIL[/red]"
+        console.print(f"  target {verdict} (atol {c.atol:g}, rtol {c.rtol:g}; worst at {c.worst_index})")
+        for d in c.diagnoses:
+            console.print(f"  [yellow]diagnosis:[/yellow] {d}")
+
+    t = Table(title="Timing (CUDA events per launch, L2 flushed before each)", title_justify="left", show_edge=False)
+    for col in ("", "median ms", "IQR ms", "n", "TFLOP/s", "GB/s", "% of peak"):
+        t.add_column(col, justify="right" if col else "left")
+    for side in (result.target_side, result.reference_side):
+        if side is None or side.timing is None:
+            continue
+        tm = side.timing
+        pct = f"{side.pct_of_peak:.1f}% {side.peak_kind}" if side.pct_of_peak is not None else "n/a"
+        t.add_row(side.name, f"{tm.median_ms:.4f}", f"{tm.iqr_ms:.4f}", str(tm.n), _fmt(side.tflops, ".2f"),
+                  _fmt(side.gbps, ".0f"), pct)
+    console.print(t)
+    sp = result.speedup_vs_reference
+    if sp is not None:
+        word = "faster" if sp >= 1 else "slower"
+        console.print(f"  target is {sp:.3f}x the reference's speed ({word}; reference time / target time)")
+    if result.peaks is not None:
+        p = result.peaks
+        console.print(f"  peaks ({'cached' if p.cached else 'measured now'} {p.measured_at}): copy "
+                      f"{_fmt(p.copy_gbps, '.0f')} GB/s, bf16 matmul {_fmt(p.bf16_matmul_tflops, '.0f')} TFLOP/s",
+                      style="dim")
+    if do_bench_ms is not None:
+        ours = result.target_side.timing.median_ms
+        diff = 100.0 * (ours - do_bench_ms) / do_bench_ms
+        console.print(f"  triton.testing.do_bench median {do_bench_ms:.4f} ms vs kernelscope {ours:.4f} ms "
+                      f"({diff:+.2f}%)")
+
+
+def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        raise UserError("--do-bench needs triton, which is not installed") from None
+    from kernelscope.profiler.measure import compile_checked
+
+    inputs = spec.make_inputs(shape, dtype, seed, "cuda")
+    fn = compile_checked(spec, config, shape, dtype, arch).bound(inputs)
+    fn()
+    return float(do_bench(fn, warmup=25, rep=rep_ms, return_mode="median"))
+
+
+@click.command("run")
+@click.argument("target")
+@click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
+@click.option("--shape", "shapes", multiple=True, help="e.g. M=4096,N=4096 (repeatable; default: the target's first).")
+@click.option("--dtype", default=None, help="Input dtype (default: the target's first).")
+@click.option("--config", "configs", multiple=True, help="KEY=VALUE over the default config (repeatable).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--arch", default="sm_90a", show_default=True)
+@click.option("--rep-ms", default=200.0, show_default=True, help="Time budget for the timed launches of each side.")
+@click.option("--no-flush", is_flag=True, help="Do not flush L2 between launches.")
+@click.option("--no-peaks", is_flag=True, help="Do not measure the device's copy/matmul peaks.")
+@click.option("--do-bench", is_flag=True, help="Also time the target with triton.testing.do_bench and print both.")
+@click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False), help="Write the results as JSON.")
+def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no_peaks, do_bench, json_path):
+    """Check TARGET against an fp32 reference, then time it and its reference."""
+    from kernelscope.profiler import measure
+    from kernelscope.reports.terminal import make_console
+
+    spec, shape_list, dtype, overrides = _spec_and_shapes(target, shapes, dtype, configs, multi=False)
+    ref = _reference_name(spec, vs)
+    _require_gpu("run")
+    config = {**spec.default_config, **overrides}
+    console = make_console()
+    results = []
+    failed = False
+    for shape in shape_list:
+        result = measure.run_target(spec, ref, shape, dtype, config, seed=seed, arch=arch, rep_ms=rep_ms,
+                                    flush_l2=not no_flush, peaks=not no_peaks)
+        db = _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) if do_bench else None
+        _print_run(console, result, db)
+        d = result.to_dict()
+        if db is not None:
+            d["do_bench_median_ms"] = db
+        results.append(d)
+        c = result.target_side.correctness
+        failed = failed or (c is not None and not c.ok)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=1, default=str)
+    if failed:
+        raise SystemExit(1)
+
+
+# --- profile ----------------------------------------------------------------------------------
+
+def _section_set(sets: tuple[str, ...]):
+    if not sets:
+        return "quick"
+    if len(sets) == 1 and sets[0] in ("quick", "full"):
+        return sets[0]
+    if any(s in ("quick", "full") for s in sets):
+        raise UserError("--set quick and --set full cannot be combined with other sections")
+    return list(sets)
+
+
+def _default_report_path(spec_name: str, ref: str | None) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{spec_name}-vs-{ref or 'none'}")
+    return f"kernelscope-{safe}.ncu-rep"
+
+
+def profile_once(spec, target, ref, shape, dtype, config, report_path, section_set, clock, cache, seed, arch):
+    from kernelscope.profiler.ncu import ProfileRequest, find_ncu, run_profile
+
+    ncu = find_ncu()
+    req = ProfileRequest(target=target, reference=ref or "", shape=shape, dtype=dtype, config=config,
+                         report_path=report_path, section_set=section_set, clock_control=clock,
+                         cache_control=cache, seed=seed, arch=arch)
+    return run_profile(req, ncu=ncu)
+
+
+def load_pair(report_path: str, has_reference: bool):
+    """(target, reference) profiles from a report made by `profile` (ranges grouped)."""
+    from kernelscope.profiler.report import load_report
+    from kernelscope.profiler.worker import NVTX_PREFIX, REFERENCE_RANGE, TARGET_RANGE
+
+    profiles = load_report(report_path, group_nvtx_prefix=NVTX_PREFIX)
+    by_name = {p.name: p for p in profiles}
+    target = by_name.get(TARGET_RANGE)
+    if target is None:
+        raise UserError(f"{report_path}: no launch of the target was captured (report kept)", exit_code=3)
+    reference = by_name.get(REFERENCE_RANGE)
+    if has_reference and reference is None:
+        raise UserError(f"{report_path}: no launch of the reference was captured (report kept)", exit_code=3)
+    return target, reference, profiles
+
+
+@click.command("profile")
+@click.argument("target")
+@click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
+@click.option("--shape", default=None, help="e.g. M=4096,N=4096 (default: the target's first).")
+@click.option("--dtype", default=None)
+@click.option("--config", "configs", multiple=True, help="KEY=VALUE over the default config (repeatable).")
+@click.option("--set", "sets", multiple=True, help="quick (default), full, or ncu section names (repeatable).")
+@click.option("-o", "--output", "output", default=None, help="Report path (.ncu-rep); default in the current folder.")
+@click.option("--clock-control", "clock", type=click.Choice(["none", "base"]), default="none", show_default=True,
+              help="ncu clock control: none leaves the GPU's clocks as they are; base locks them to base.")
+@click.option("--cache-control", "cache", type=click.Choice(["all", "none"]), default="all", show_default=True,
+              help="ncu cache control: all flushes caches before each replay pass.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--arch", default="sm_90a", show_default=True)
+def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, seed, arch):
+    """Profile one launch of TARGET and one of its reference under ncu and show the diff."""
+    from kernelscope.profiler.compare import compare
+    from kernelscope.profiler.measure import format_config, format_shape
+    from kernelscope.reports.terminal import make_console, print_comparison
+
+    spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, multi=False)
+    ref = _reference_name(spec, vs)
+    _require_gpu("profile")
+    config = {**spec.default_config, **overrides}
+    report_path = output or _default_report_path(spec.name, ref)
+    section_set = _section_set(sets)
+    console = make_console()
+    run = profile_once(spec, target, ref, shape_list[0], dtype, config, report_path, section_set, clock, cache, seed, arch)
+    console.print(f"report: {run.report_path}  (sidecar {os.path.basename(run.sidecar_path)})")
+    passes = ", ".join(f"{p}" for _, p in run.passes) or "n/a"
+    console.print(f"ncu: {len(run.passes)} kernel(s) profiled, replay passes per kernel: {passes}; "
+                  f"wall {run.wall_s:.1f} s; clock control {clock}, cache control {cache}; "
+                  f"sections {section_set if isinstance(section_set, str) else ','.join(section_set)}")
+    st = run.worker_status
+    if st and not st.get("correct", True):
+        console.print(f"[red]warning:[/red] the target's output is wrong ({st.get('bad_count')} elements over "
+                      f"tolerance, max abs {st.get('max_abs_error'):.3g}); `kernelscope run` locates the errors")
+    target_profile, ref_profile, _ = load_pair(run.report_path, ref is not None)
+    console.print(f"{spec.name} shape {format_shape(shape_list[0])} {dtype} config {format_config(config)}: "
+                  f"target {target_profile.launches} launch(es)"
+                  + (f", reference {ref} {ref_profile.launches} launch(es)" if ref_profile else ""))
+    if ref_profile is not None:
+        print_comparison(compare(target_profile, ref_profile), console)
+        _print_findings(target_profile, ref_profile, console)
+
+
+def _print_findings(target_profile, ref_profile, console) -> None:
+    """Rule findings, once the rules engine exists in this installation."""
+    try:
+        from kernelscope.rules import engine  # noqa: F401
+    except ImportError:
+        return
+    evaluate = getattr(engine, "evaluate", None)
+    if evaluate is None:
+        return
+    try:
+        from kernelscope.reports.terminal import print_findings
+    except ImportError:
+        return
+    print_findings(evaluate(target_profile, ref_profile), console)
+
+
+# --- sweep ------------------------------------------------------------------------------------
+
+_KEY_METRICS = (
+    ("gpu__time_duration.sum", "ncu ns"),
+    ("launch__registers_per_thread", "regs"),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM %"),
+    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "mem %"),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "occ %"),
+    ("dram__bytes_read.sum", "DRAM rd B"),
+)
+
+
+@click.command("sweep")
+@click.argument("target")
+@click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
+@click.option("--shape", default=None, help="e.g. M=4096,N=4096 (default: the target's first).")
+@click.option("--dtype", default=None)
+@click.option("--config", "configs", multiple=True,
+              help="KEY=V1,V2,... (repeatable); every combination is tried. Default: the target's config space.")
+@click.option("--profile", "with_profile", is_flag=True, help="Also profile each valid config under ncu (quick set).")
+@click.option("--report-dir", default="kernelscope-sweep", show_default=True, help="Where --profile writes reports.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--arch", default="sm_90a", show_default=True)
+@click.option("--rep-ms", default=100.0, show_default=True)
+@click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False))
+def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed, arch, rep_ms, json_path):
+    """Time every combination of config values; invalid ones are listed, not fatal."""
+    from rich.table import Table
+
+    from kernelscope.profiler import measure
+    from kernelscope.reports.terminal import make_console
+
+    spec, shape_list, dtype, space = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, multi=True)
+    space = space or dict(spec.config_space)
+    if not space:
+        raise UserError(f"{spec.name} declares no config space: pass --config KEY=V1,V2")
+    ref = _reference_name(spec, vs)
+    _require_gpu("sweep")
+    combos = measure.combinations(space, spec.default_config)
+    console = make_console()
+    console.print(f"sweeping {len(combos)} config(s) of {spec.name} at {measure.format_shape(shape_list[0])} {dtype}")
+    result = measure.sweep(spec, ref, shape_list[0], dtype, combos, seed=seed, arch=arch,
+                           timer_kwargs={"rep_ms": rep_ms},
+                           on_row=lambda r: console.print(f"  {measure.format_config(r.config)}: {r.status}", style="dim"))
+    if with_profile:
+        for i, row in enumerate(result.rows):
+            if row.status != "ok":
+                continue
+            path = os.path.join(report_dir, f"{spec.name}-config{i}.ncu-rep")
+            try:
+                run = profile_once(spec, target, None, shape_list[0], dtype, row.config, path, "quick",
+                                   "none", "all", seed, arch)
+                tp, _, _ = load_pair(run.report_path, False)
+                row.metrics = {key: tp.value(key) for key, _ in _KEY_METRICS}
+                row.metrics["report"] = run.report_path
+            except UserError as e:
+                row.metrics = {"error": str(e)}
+    table = Table(title=f"{spec.name} sweep (fastest first; speed vs {ref or 'n/a'}: reference time / config time)",
+                  title_justify="left", show_edge=False)
+    keys = list(space)
+    for k in keys:
+        table.add_column(k)
+    for col in ("status", "median ms", "IQR ms", "speed vs ref"):
+        table.add_column(col, justify="right")
+    if with_profile:
+        for _, label in _KEY_METRICS:
+            table.add_column(label, justify="right")
+    table.add_column("note")
+    for row in result.sorted_rows():
+        cells = [measure.format_config({k: row.config.get(k)}).split("=", 1)[1] for k in keys]
+        pct = result.speed_vs_reference(row)
+        cells += [row.status, _fmt(row.timing.median_ms if row.timing else None, ".4f"),
+                  _fmt(row.timing.iqr_ms if row.timing else None, ".4f"), _fmt(pct, ".1f", "%")]
+        if with_profile:
+            cells += [("n/a" if row.metrics.get(key) is None else f"{row.metrics[key]:.4g}"
+                       if isinstance(row.metrics.get(key), (int, float)) else str(row.metrics.get(key)))
+                      for key, _ in _KEY_METRICS]
+        cells.append(row.message or str(row.metrics.get("error", "")))
+        table.add_row(*cells)
+    console.print(table)
+    if result.reference_timing is not None:
+        console.print(f"  reference {ref}: median {result.reference_timing.median_ms:.4f} ms", style="dim")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result.to_dict(), f, indent=1, default=str)
+
+
+def register(group) -> None:
+    group.add_command(run_cmd)
+    group.add_command(profile_cmd)
+    group.add_command(sweep_cmd)

@@ -1,0 +1,431 @@
+"""`run` and `sweep`: correctness first, then target and reference timed in one process.
+
+A performance number is always given with the reference measured in the same process
+and as a fraction of the device's measured peak (copy bandwidth for memory-bound work,
+bf16 matmul throughput for compute-bound work), measured once and cached per device.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kernelscope.errors import UserError
+from kernelscope.kernels import references
+from kernelscope.kernels.spec import ConfigRejected, KernelSpec
+from kernelscope.profiler.correctness import CorrectnessReport, check
+from kernelscope.profiler.timing import Timing, gbps, tflops, time_callable
+
+# Below this many FLOPs per byte no Hopper kernel is compute-bound (the bf16 ridge point
+# is ~190 FLOP/B), so the useful ceiling is bandwidth and the matmul peak is not measured.
+COMPUTE_BOUND_INTENSITY = 10.0
+
+
+@dataclass
+class Peaks:
+    device: str
+    copy_gbps: float | None = None        # read + write bytes per second of a large D2D copy
+    bf16_matmul_tflops: float | None = None
+    measured_at: str | None = None
+    cached: bool = False
+
+
+@dataclass
+class SideResult:
+    """One side (target or reference) of a measurement."""
+
+    name: str
+    timing: Timing | None = None
+    tflops: float | None = None
+    gbps: float | None = None
+    pct_of_peak: float | None = None
+    peak_kind: str | None = None          # "copy bandwidth" or "bf16 matmul"
+    correctness: CorrectnessReport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "timing": self.timing.to_dict() if self.timing else None,
+                "tflops": self.tflops, "gbps": self.gbps, "pct_of_peak": self.pct_of_peak,
+                "peak_kind": self.peak_kind,
+                "correctness": self.correctness.to_dict() if self.correctness else None}
+
+
+@dataclass
+class RunResult:
+    target: str
+    reference: str
+    shape: dict[str, int]
+    dtype: str
+    config: dict[str, Any]
+    flops: float
+    bytes_moved: float
+    target_side: SideResult
+    reference_side: SideResult | None
+    peaks: Peaks | None
+    device: str | None = None
+
+    @property
+    def speedup_vs_reference(self) -> float | None:
+        """Reference time / target time (>1: the target is faster)."""
+        t, r = self.target_side.timing, self.reference_side.timing if self.reference_side else None
+        if t is None or r is None or t.median_ms <= 0:
+            return None
+        return r.median_ms / t.median_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "reference": self.reference, "shape": self.shape, "dtype": self.dtype,
+                "config": self.config, "flops": self.flops, "bytes_moved": self.bytes_moved,
+                "device": self.device, "target_side": self.target_side.to_dict(),
+                "reference_side": self.reference_side.to_dict() if self.reference_side else None,
+                "speedup_vs_reference": self.speedup_vs_reference,
+                "peaks": self.peaks.__dict__ if self.peaks else None}
+
+
+# --- peaks -----------------------------------------------------------------------------------
+
+def _cache_path() -> str:
+    root = os.environ.get("KERNELSCOPE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kernelscope")
+    return os.path.join(root, "peaks.json")
+
+
+def _peak_key(torch) -> str:
+    return f"{torch.cuda.get_device_name()}|torch {torch.__version__}"
+
+
+def measure_peaks(need_matmul: bool, *, refresh: bool = False) -> Peaks:
+    """Copy bandwidth (and bf16 matmul rate when asked), cached per device and torch version."""
+    import torch
+
+    key = _peak_key(torch)
+    path = _cache_path()
+    cache: dict[str, Any] = {}
+    if os.path.isfile(path):
+        try:
+            with open(path) as f:
+                cache = json.load(f)
+        except (OSError, ValueError):
+            cache = {}
+    entry = dict(cache.get(key) or {})
+    cached = bool(entry) and not refresh
+    if refresh or entry.get("copy_gbps") is None:
+        n = 256 * 1024 * 1024  # 512 MiB of bf16: far beyond L2
+        src = torch.empty(n, dtype=torch.bfloat16, device="cuda").normal_()
+        dst = torch.empty_like(src)
+        t = time_callable(lambda: dst.copy_(src), flush_l2=False, rep_ms=200)
+        entry["copy_gbps"] = gbps(2 * src.numel() * src.element_size(), t.median_ms)
+        cached = False
+        del src, dst
+    if need_matmul and (refresh or entry.get("bf16_matmul_tflops") is None):
+        n = 8192
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        t = time_callable(lambda: torch.matmul(a, b), flush_l2=False, rep_ms=300)
+        entry["bf16_matmul_tflops"] = tflops(2.0 * n ** 3, t.median_ms)
+        cached = False
+        del a, b
+    if not cached:
+        entry["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        cache[key] = entry
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                json.dump(cache, f, indent=1)
+        except OSError:
+            pass  # a cache that cannot be written only costs a re-measurement
+    return Peaks(device=key, copy_gbps=entry.get("copy_gbps"),
+                 bf16_matmul_tflops=entry.get("bf16_matmul_tflops"),
+                 measured_at=entry.get("measured_at"), cached=cached)
+
+
+def _fill_rates(side: SideResult, flops: float, nbytes: float, peaks: Peaks | None) -> None:
+    if side.timing is None:
+        return
+    ms = side.timing.median_ms
+    side.tflops = tflops(flops, ms) if flops else None
+    side.gbps = gbps(nbytes, ms) if nbytes else None
+    if peaks is None:
+        return
+    compute_bound = nbytes > 0 and flops / nbytes >= COMPUTE_BOUND_INTENSITY
+    if compute_bound and peaks.bf16_matmul_tflops and side.tflops is not None:
+        side.pct_of_peak, side.peak_kind = 100.0 * side.tflops / peaks.bf16_matmul_tflops, "bf16 matmul"
+    elif not compute_bound and peaks.copy_gbps and side.gbps is not None:
+        side.pct_of_peak, side.peak_kind = 100.0 * side.gbps / peaks.copy_gbps, "copy bandwidth"
+
+
+# --- run ---------------------------------------------------------------------------------------
+
+def tolerance_for(spec: KernelSpec, dtype: str) -> tuple[float, float]:
+    if dtype in spec.tolerance:
+        return spec.tolerance[dtype]
+    return {"float32": (1e-4, 1e-4), "float16": (5e-3, 5e-3)}.get(dtype, (2e-2, 2e-2))
+
+
+def check_output(spec: KernelSpec, out: Any, inputs, dtype: str) -> CorrectnessReport:
+    atol, rtol = tolerance_for(spec, dtype)
+    return check(out, spec.reference_fp32(inputs), atol=atol, rtol=rtol, tile=spec.tile, dims=spec.output_dims)
+
+
+def validate_dtype(spec: KernelSpec, dtype: str) -> None:
+    if spec.dtypes and dtype not in spec.dtypes:
+        raise UserError(f"{spec.name} supports dtypes {', '.join(spec.dtypes)}, not {dtype}")
+
+
+def compile_checked(spec: KernelSpec, config: dict, shape: dict, dtype: str, arch: str):
+    try:
+        return spec.compile(config, shape, dtype, arch)
+    except ConfigRejected as e:
+        raise UserError(f"{spec.name} rejects config {format_config(config)} at shape {format_shape(shape)}: {e}") from e
+
+
+def run_target(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, config: dict, *,
+               seed: int = 0, arch: str = "sm_90a", rep_ms: float = 200.0, warmup_ms: float = 25.0,
+               flush_l2: bool = True, peaks: bool = True) -> RunResult:
+    """Correctness of target (and reference) against fp32, then timing of both."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError("no CUDA GPU is available: `run` needs one (use `inspect` for compile-only analysis)")
+    validate_dtype(spec, dtype)
+    inputs = spec.make_inputs(shape, dtype, seed, "cuda")
+    compiled = compile_checked(spec, config, shape, dtype, arch)
+    target_fn = compiled.bound(inputs)
+    ref_fn = references.bind(ref_name, spec, inputs) if ref_name else None
+
+    # Correctness on fresh (poisoned) outputs before anything is timed.
+    out = target_fn()
+    torch.cuda.synchronize()
+    out = inputs[spec.output] if spec.output in inputs else out
+    target_side = SideResult(name=spec.name, correctness=check_output(spec, out, inputs, dtype))
+    ref_side = None
+    if ref_fn is not None:
+        ref_out = ref_fn()
+        torch.cuda.synchronize()
+        ref_side = SideResult(name=ref_name)
+        if isinstance(ref_out, torch.Tensor):
+            ref_side.correctness = check_output(spec, ref_out, inputs, dtype)
+
+    target_side.timing = time_callable(target_fn, warmup_ms=warmup_ms, rep_ms=rep_ms, flush_l2=flush_l2)
+    if ref_fn is not None:
+        ref_side.timing = time_callable(ref_fn, warmup_ms=warmup_ms, rep_ms=rep_ms, flush_l2=flush_l2)
+
+    fl, nb = float(spec.flops(shape)), float(spec.bytes_moved(shape, dtype))
+    pk = measure_peaks(need_matmul=nb > 0 and fl / nb >= COMPUTE_BOUND_INTENSITY) if peaks else None
+    for side in (target_side, ref_side):
+        if side is not None:
+            _fill_rates(side, fl, nb, pk)
+    return RunResult(target=spec.name, reference=ref_name or "", shape=dict(shape), dtype=dtype,
+                     config=dict(config), flops=fl, bytes_moved=nb, target_side=target_side,
+                     reference_side=ref_side, peaks=pk, device=torch.cuda.get_device_name())
+
+
+# --- sweep -------------------------------------------------------------------------------------
+
+def combinations(space: dict[str, list[Any]], base: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every combination of the listed values, over `base` (the default config)."""
+    keys = list(space)
+    combos = []
+    for values in itertools.product(*(space[k] for k in keys)):
+        cfg = dict(base or {})
+        cfg.update(zip(keys, values))
+        combos.append(cfg)
+    return combos
+
+
+@dataclass
+class SweepRow:
+    config: dict[str, Any]
+    status: str                      # "ok", "invalid" (ConfigRejected), "wrong" (fails correctness), "failed"
+    message: str = ""
+    timing: Timing | None = None
+    correctness: CorrectnessReport | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)   # filled by `sweep --profile`
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config, "status": self.status, "message": self.message,
+                "timing": self.timing.to_dict() if self.timing else None,
+                "correctness": self.correctness.to_dict() if self.correctness else None,
+                "metrics": self.metrics}
+
+
+@dataclass
+class SweepResult:
+    target: str
+    reference: str
+    shape: dict[str, int]
+    dtype: str
+    rows: list[SweepRow]
+    reference_timing: Timing | None
+
+    def sorted_rows(self) -> list[SweepRow]:
+        """Timed rows fastest first, then the rest in their original order."""
+        timed = sorted((r for r in self.rows if r.timing is not None), key=lambda r: r.timing.median_ms)
+        return timed + [r for r in self.rows if r.timing is None]
+
+    def speed_vs_reference(self, row: SweepRow) -> float | None:
+        """Reference time / config time in percent (100% = as fast as the reference)."""
+        if row.timing is None or self.reference_timing is None or row.timing.median_ms <= 0:
+            return None
+        return 100.0 * self.reference_timing.median_ms / row.timing.median_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "reference": self.reference, "shape": self.shape, "dtype": self.dtype,
+                "reference_timing": self.reference_timing.to_dict() if self.reference_timing else None,
+                "rows": [dict(r.to_dict(), speed_vs_reference_pct=self.speed_vs_reference(r))
+                         for r in self.sorted_rows()]}
+
+
+def sweep(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, configs: list[dict], *,
+          seed: int = 0, arch: str = "sm_90a", device: str = "cuda",
+          timer: Callable[..., Timing] = time_callable, timer_kwargs: dict | None = None,
+          bind_reference: Callable = references.bind,
+          on_row: Callable[[SweepRow], None] | None = None) -> SweepResult:
+    """Compile, check and time each config; a config the kernel rejects is a row, not a crash.
+
+    `timer`, `device` and `bind_reference` are parameters so that the bookkeeping can be
+    exercised without a GPU; the command always uses CUDA events on the GPU.
+    """
+    validate_dtype(spec, dtype)
+    timer_kwargs = dict(timer_kwargs or {})
+    inputs = spec.make_inputs(shape, dtype, seed, device)
+    ref_timing = None
+    if ref_name:
+        ref_timing = timer(bind_reference(ref_name, spec, inputs), **timer_kwargs)
+    rows: list[SweepRow] = []
+    for cfg in configs:
+        try:
+            compiled = spec.compile(cfg, shape, dtype, arch)
+        except ConfigRejected as e:
+            row = SweepRow(cfg, "invalid", str(e))
+        except Exception as e:  # a compile failure of one config must not end the sweep
+            row = SweepRow(cfg, "failed", f"compile: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        else:
+            row = _time_config(spec, compiled, cfg, inputs, dtype, timer, timer_kwargs)
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    return SweepResult(target=spec.name, reference=ref_name or "", shape=dict(shape), dtype=dtype,
+                       rows=rows, reference_timing=ref_timing)
+
+
+def _time_config(spec, compiled, cfg, inputs, dtype, timer, timer_kwargs) -> SweepRow:
+    out_name = spec.output
+    if out_name in inputs and hasattr(inputs[out_name], "fill_"):
+        inputs[out_name].fill_(float("nan"))      # re-poison: each config must write every element
+    try:
+        fn = compiled.bound(inputs)
+        out = fn()
+        _sync(inputs)
+        out = inputs[out_name] if out_name in inputs else out
+        report = check_output(spec, out, inputs, dtype)
+    except Exception as e:
+        return SweepRow(cfg, "failed", f"launch: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if not report.ok:
+        return SweepRow(cfg, "wrong", f"{report.bad_count} elements over tolerance (max abs "
+                                      f"{report.max_abs_error:.3g}); {report.where()}", correctness=report)
+    timing = timer(fn, **timer_kwargs)
+    return SweepRow(cfg, "ok", "", timing=timing, correctness=report)
+
+
+def _sync(inputs) -> None:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except ImportError:
+        pass
+
+
+# --- parsing and formatting of shapes and configs ----------------------------------------------
+
+def parse_value(text: str) -> Any:
+    """'4' -> 4, '0.5' -> 0.5, 'true' -> True, '2x1' -> (2, 1), anything else stays a string."""
+    t = text.strip()
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    if "x" in low and all(p.strip().isdigit() for p in low.split("x")):
+        return tuple(int(p) for p in low.split("x"))
+    return t
+
+
+def parse_assignments(items: tuple[str, ...] | list[str], what: str, *, multi: bool) -> dict[str, Any]:
+    """['k=v', 'a=1,2'] -> {'k': v, 'a': [1, 2]} (lists only when multi)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        for part in ([item] if multi else item.split(";")):
+            if "=" not in part:
+                raise UserError(f"{what} {part!r} is not KEY=VALUE")
+            key, _, value = part.partition("=")
+            key = key.strip()
+            if not key:
+                raise UserError(f"{what} {part!r} has no key")
+            if multi:
+                values = [parse_value(v) for v in value.split(",") if v.strip()]
+                if not values:
+                    raise UserError(f"{what} {part!r} has no values")
+                out[key] = values
+            else:
+                out[key] = parse_value(value)
+    return out
+
+
+def parse_shape(text: str) -> dict[str, int]:
+    """'M=4096,N=8192' -> {'M': 4096, 'N': 8192}."""
+    shape: dict[str, int] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise UserError(f"shape {text!r}: {part!r} is not NAME=SIZE (e.g. M=4096,N=4096)")
+        k, _, v = part.partition("=")
+        try:
+            size = int(v)
+        except ValueError:
+            raise UserError(f"shape {text!r}: size of {k.strip()} is not an integer: {v!r}") from None
+        if size <= 0:
+            raise UserError(f"shape {text!r}: size of {k.strip()} must be positive")
+        shape[k.strip()] = size
+    if not shape:
+        raise UserError(f"shape {text!r} is empty")
+    return shape
+
+
+def check_shape_keys(spec: KernelSpec, shape: dict[str, int]) -> None:
+    if spec.default_shapes:
+        want = set(spec.default_shapes[0])
+        if set(shape) != want:
+            raise UserError(f"{spec.name} takes shape keys {', '.join(sorted(want))}, got {', '.join(sorted(shape))}")
+
+
+def check_config_keys(spec: KernelSpec, config: dict[str, Any]) -> None:
+    known = set(spec.default_config) | set(spec.config_space)
+    unknown = sorted(set(config) - known) if known else []
+    if unknown:
+        raise UserError(f"{spec.name} has no config key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+
+
+def format_shape(shape: dict[str, int]) -> str:
+    return ",".join(f"{k}={v}" for k, v in shape.items())
+
+
+def format_config(config: dict[str, Any]) -> str:
+    def fmt(v):
+        if isinstance(v, tuple):
+            return "x".join(str(i) for i in v)
+        return str(v).lower() if isinstance(v, bool) else str(v)
+    return ",".join(f"{k}={fmt(v)}" for k, v in config.items()) or "(default)"

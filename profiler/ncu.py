@@ -1,0 +1,263 @@
+"""Building and running the Nsight Compute command that profiles the worker.
+
+ncu only profiles launches inside the worker's `ks:` NVTX push/pop ranges, with clock
+and cache control stated explicitly. Every run leaves a sidecar
+`<report>.kernelscope.json` next to the report: the command line, target, reference,
+shape, config, clock and cache control, replay passes and wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kernelscope.errors import UserError
+from kernelscope.profiler import worker
+
+# Curated sections: the catalog metrics (launch, throughput, memory tables, instruction mix,
+# stalls, pipe utilisation) in far fewer replay passes than `--set full`; SourceCounters
+# (per-PC sampling) is left to `full` because it is the most expensive.
+QUICK_SECTIONS = (
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "ComputeWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Tables",
+    "InstructionStats",
+    "WarpStateStats",
+)
+# Catalog metrics that the sections above do not all carry, collected by name.
+QUICK_METRICS = (
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "l1tex__m_xbar2l1tex_read_bytes.sum",
+    "l1tex__m_l1tex2xbar_write_bytes.sum",
+    "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
+    "smsp__sass_inst_executed_op_tma_ld.sum",
+    "lts__t_sector_hit_rate.pct",
+    "l1tex__t_sector_hit_rate.pct",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+    "smsp__inst_executed.sum",
+    "smsp__sass_inst_executed_op_branch.sum",
+)
+CLOCK_CONTROLS = ("none", "base")
+CACHE_CONTROLS = ("all", "none")
+PERMISSION_FIX = ("GPU performance counters are restricted to admin users (ERR_NVGPUCTRPERM): run as root, "
+                  "or allow all users with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in "
+                  "/etc/modprobe.d and reload the driver (https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+SIDECAR_SUFFIX = ".kernelscope.json"
+
+
+@dataclass
+class ProfileRequest:
+    target: str
+    reference: str
+    shape: dict[str, int]
+    dtype: str
+    config: dict[str, Any]
+    report_path: str                       # ends in .ncu-rep
+    section_set: str | list[str] = "quick"   # "quick", "full" or a list of section names
+    clock_control: str = "none"
+    cache_control: str = "all"
+    seed: int = 0
+    arch: str = "sm_90a"
+    extra_metrics: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProfileRun:
+    report_path: str
+    sidecar_path: str
+    command: list[str]
+    wall_s: float
+    passes: list[tuple[str, int]]          # (kernel as ncu printed it, replay passes)
+    returncode: int
+    output: str
+    worker_status: dict[str, Any]
+
+    @property
+    def total_passes(self) -> int:
+        return sum(p for _, p in self.passes)
+
+
+def find_ncu() -> str:
+    """ncu on PATH, else under CUDA_HOME or /usr/local/cuda; UserError if none."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            cand = os.path.join(root, "bin", "ncu")
+            if os.path.isfile(cand) and os.access(cand, os.X_OK):
+                return cand
+    raise UserError("ncu (Nsight Compute) is not on PATH nor in $CUDA_HOME/bin or /usr/local/cuda/bin: "
+                    "install Nsight Compute or add it to PATH")
+
+
+def report_base(path: str) -> str:
+    """ncu's -o takes the name without the .ncu-rep extension."""
+    return path[: -len(".ncu-rep")] if path.endswith(".ncu-rep") else path
+
+
+def normalise_report_path(path: str) -> str:
+    return path if path.endswith(".ncu-rep") else path + ".ncu-rep"
+
+
+def section_args(section_set: str | list[str]) -> list[str]:
+    if isinstance(section_set, str):
+        if section_set == "quick":
+            names: list[str] = list(QUICK_SECTIONS)
+        elif section_set == "full":
+            return ["--set", "full"]
+        else:
+            names = [section_set]
+    else:
+        names = list(section_set)
+    if not names:
+        raise UserError("no ncu section given")
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_]+", n)]
+    if bad:
+        raise UserError(f"not an ncu section name: {', '.join(bad)}")
+    out: list[str] = []
+    for n in names:
+        out += ["--section", n]
+    return out
+
+
+def worker_command(req: ProfileRequest, status_path: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "kernelscope.profiler.worker", "--target", req.target,
+           "--shape", json.dumps(req.shape), "--dtype", req.dtype,
+           "--config", json.dumps(req.config, default=list), "--seed", str(req.seed), "--arch", req.arch]
+    if req.reference:
+        cmd += ["--vs", req.reference]
+    if status_path:
+        cmd += ["--status", status_path]
+    return cmd
+
+
+def build_command(ncu: str, req: ProfileRequest, status_path: str | None = None) -> list[str]:
+    if req.clock_control not in CLOCK_CONTROLS:
+        raise UserError(f"clock control {req.clock_control!r}: choose one of {', '.join(CLOCK_CONTROLS)}")
+    if req.cache_control not in CACHE_CONTROLS:
+        raise UserError(f"cache control {req.cache_control!r}: choose one of {', '.join(CACHE_CONTROLS)}")
+    metrics = list(req.extra_metrics)
+    if req.section_set == "quick":
+        metrics = list(QUICK_METRICS) + [m for m in metrics if m not in QUICK_METRICS]
+    cmd = [ncu,
+           # Only launches inside the worker's push/pop ranges named ks:... are profiled.
+           "--nvtx", "--nvtx-include", f"regex:{worker.NVTX_PREFIX}.*/",
+           "--clock-control", req.clock_control,
+           "--cache-control", req.cache_control,
+           *section_args(req.section_set)]
+    if metrics:
+        cmd += ["--metrics", ",".join(metrics)]
+    cmd += ["--export", report_base(req.report_path), "--force-overwrite"]
+    cmd += worker_command(req, status_path)
+    return cmd
+
+
+_PASSES = re.compile(r'==PROF== Profiling "([^"]+)".*?(\d+)\s+pass(?:es)?')
+
+
+def parse_passes(output: str) -> list[tuple[str, int]]:
+    """Replay passes per profiled kernel from ncu's progress lines."""
+    return [(m.group(1), int(m.group(2))) for m in _PASSES.finditer(output)]
+
+
+def failure_message(returncode: int, output: str, status: dict[str, Any], report_exists: bool) -> str | None:
+    """One line describing why a profile failed, or None when it did not."""
+    if "ERR_NVGPUCTRPERM" in output:
+        return PERMISSION_FIX
+    if status.get("kind") == "config_rejected":
+        return f"the kernel rejects this config: {status.get('error')}"
+    if status.get("kind") == "user":
+        return str(status.get("error"))
+    if status.get("kind") == "crash":
+        return f"the profiled process crashed during {status.get('stage')}: {status.get('error')}"
+    m = re.search(r"==ERROR== (.+)", output)
+    if returncode != 0 and m:
+        return f"ncu failed: {m.group(1).strip()}"
+    if returncode != 0:
+        if not status:
+            tail = [ln for ln in output.strip().splitlines() if ln.strip()]
+            return f"the profiled process ended with code {returncode} before reporting: {tail[-1] if tail else 'no output'}"
+        return f"ncu ended with code {returncode}"
+    if "No kernels were profiled" in output or not report_exists:
+        return ("nothing was captured: no kernel launched inside the ks:target / ks:reference NVTX ranges "
+                "(does the target launch on the GPU? is NVTX working?)")
+    return None
+
+
+def write_sidecar(req: ProfileRequest, run_info: dict[str, Any]) -> str:
+    path = req.report_path + SIDECAR_SUFFIX
+    record = {"request": asdict(req), **run_info}
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1, default=str)
+    return path
+
+
+def ncu_version(ncu: str) -> str | None:
+    try:
+        r = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [ln.strip() for ln in r.stdout.splitlines() if "Version" in ln]
+    return lines[-1] if lines else None
+
+
+def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float | None = None,
+                echo=None) -> ProfileRun:
+    """Run ncu on the worker. Raises UserError with one line on any failure; a report that
+    ncu already wrote is kept and named in the message."""
+    ncu = ncu or find_ncu()
+    req.report_path = normalise_report_path(req.report_path)
+    os.makedirs(os.path.dirname(os.path.abspath(req.report_path)), exist_ok=True)
+    fd, status_path = tempfile.mkstemp(prefix="kernelscope-worker-", suffix=".json")
+    os.close(fd)
+    os.unlink(status_path)   # the worker creates it; absence means it never got that far
+    cmd = build_command(ncu, req, status_path)
+    env = dict(os.environ)
+    env.setdefault("CUTE_DSL_ARCH", req.arch)
+    env["PYTHONUNBUFFERED"] = "1"
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"ncu did not finish within {timeout_s:.0f} s") from None
+    wall = time.monotonic() - start
+    output = (proc.stdout or "") + (proc.stderr or "")
+    if echo is not None:
+        echo(output)
+    status: dict[str, Any] = {}
+    if os.path.isfile(status_path):
+        try:
+            with open(status_path) as f:
+                status = json.load(f)
+        except (OSError, ValueError):
+            status = {}
+        os.unlink(status_path)
+    report_exists = os.path.isfile(req.report_path)
+    passes = parse_passes(output)
+    sidecar = write_sidecar(req, {
+        "command_line": subprocess.list2cmdline(cmd), "ncu_version": ncu_version(ncu),
+        "wall_s": wall, "passes": passes, "returncode": proc.returncode, "worker_status": status,
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    })
+    problem = failure_message(proc.returncode, output, status, report_exists)
+    if problem:
+        kept = f" (report kept: {req.report_path})" if report_exists else ""
+        raise UserError(problem + kept, exit_code=3)
+    return ProfileRun(report_path=req.report_path, sidecar_path=sidecar, command=cmd, wall_s=wall,
+                      passes=passes, returncode=proc.returncode, output=output, worker_status=status)

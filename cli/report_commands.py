@@ -8,14 +8,15 @@ import sys
 import click
 
 from kernelscope.errors import UserError
-from kernelscope.profiler.catalog import load_catalog
-from kernelscope.profiler.compare import compare, readings
+from kernelscope.profiler.catalog import evaluate, load_catalog
+from kernelscope.profiler.compare import MetricReading, compare, readings
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.report import select, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import markdown, structured, terminal
 
 FORMATS = ("table", "json", "csv", "markdown")
+DETAIL_LIMIT = 8  # beyond this many kernels, the table format summarises
 _INDEX = re.compile(r"^@(\d+)$")
 
 
@@ -45,17 +46,27 @@ def _emit(text: str) -> None:
 @click.option("--view", "views", multiple=True, help="View(s) to show (default: all). See `kernelscope views`.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--group-nvtx", metavar="PREFIX", help="Merge launches inside NVTX ranges whose name starts with PREFIX.")
+@click.option("--full", is_flag=True, help=f"Full views for every kernel even when more than {DETAIL_LIMIT} match.")
 @_catalog_option
-def show(report, regex, views, fmt, group_nvtx, catalog_files):
+def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
     """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
 
-    REPORT may carry a selector: FILE.ncu-rep:REGEX or FILE.ncu-rep:@INDEX.
+    REPORT may carry a selector: FILE.ncu-rep:REGEX or FILE.ncu-rep:@INDEX. When more
+    than a few kernels match, the table format prints one summary line per kernel;
+    narrow with -k, or pass --full.
     """
     path, selector = split_spec(report)
     catalog = load_catalog(catalog_files)
     view_names = list(views) or catalog.view_names()
     catalog.metrics_of(view_names)
     profiles = _pick(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
+    if fmt == "table" and len(profiles) > DETAIL_LIMIT and not full and not views:
+        summary = [catalog.metrics[m] for m in terminal.SUMMARY_METRICS]
+        rows = [(p, [MetricReading(d, evaluate(d, p)) for d in summary]) for p in profiles]
+        console = terminal.make_console()
+        terminal.print_summary(console, rows)
+        console.print(f"[dim]{len(profiles)} kernels matched: -k REGEX or FILE:@INDEX for one kernel's views, --full for all.[/dim]")
+        return
     entries = [(p, readings(p, catalog, view_names)) for p in profiles]
     if views:
         for view in view_names:

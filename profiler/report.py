@@ -53,12 +53,21 @@ def import_ncu_report():
 def _ncu_install_roots() -> Iterable[Path]:
     if os.environ.get("NCU_HOME"):
         yield Path(os.environ["NCU_HOME"])
-    exe = shutil.which("ncu")
+    exe = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
     if exe:
         real = Path(exe).resolve()
         # <root>/ncu, or <root>/target/<platform>/ncu
         yield real.parent
         yield real.parent.parent.parent
+        # CUDA's bin/ncu is often a wrapper script naming the real install.
+        try:
+            text = real.read_text(errors="ignore")[:4096]
+        except OSError:
+            text = ""
+        for m in re.finditer(r"(/[\w./-]*nsight-compute[\w.-]*)", text):
+            yield Path(m.group(1))
+        yield from sorted(real.parent.parent.glob("nsight-compute*"), reverse=True)
+    yield from sorted(Path("/opt/nvidia/nsight-compute").glob("*"), reverse=True)
 
 
 def load_report(

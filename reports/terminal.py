@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -19,6 +22,9 @@ from kernelscope.reports.formatting import (
 
 
 def make_console(**kwargs) -> Console:
+    # Piped output (CI logs, files) gets a width that fits the tables instead of 80 columns.
+    if "width" not in kwargs and not sys.stdout.isatty():
+        kwargs["width"] = int(os.environ.get("COLUMNS", "150"))
     return Console(highlight=False, soft_wrap=False, **kwargs)
 
 
@@ -71,6 +77,36 @@ def print_show(console: Console, entries: list[tuple[KernelProfile, dict[str, li
         if profile.instruction_mix:
             print_top_opcodes(console, profile)
         console.print()
+
+
+# Catalog id -> short column header for the one-line-per-kernel summary.
+SUMMARY_METRICS = {
+    "registers_per_thread": "Regs",
+    "duration": "Duration",
+    "sm_throughput_pct": "SM %",
+    "memory_throughput_pct": "Mem %",
+    "instructions_executed": "Instructions",
+}
+
+
+def print_summary(console: Console, rows: list[tuple[KernelProfile, list[MetricReading]]]) -> None:
+    """One line per kernel: the overview for reports with many launches."""
+    table = Table(title=f"{len(rows)} kernels", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("#", justify="right")
+    table.add_column("Kernel", overflow="ellipsis", max_width=48, no_wrap=True)
+    table.add_column("Grid")
+    table.add_column("Block")
+    for r in rows[0][1] if rows else []:
+        table.add_column(SUMMARY_METRICS.get(r.definition.id, r.definition.label), justify="right")
+    for profile, rs in rows:
+        table.add_row(
+            str(profile.index),
+            profile.name,
+            launch_shape(profile.grid),
+            launch_shape(profile.block),
+            *(format_value(r.value, r.definition.unit) for r in rs),
+        )
+    console.print(table)
 
 
 def print_top_opcodes(console: Console, profile: KernelProfile, top: int = 12) -> None:

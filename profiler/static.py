@@ -206,6 +206,10 @@ def parse_elf_facts(text: str) -> dict[str, dict[str, Any]]:
             m = _ELF_BAR.match(line)
             if m:
                 entry["barriers"] = int(m.group(1))
+            elif "lmem=" in line:
+                # The per-function summary line; sm_120 binaries state barriers as an
+                # attribute instead, present only when the kernel uses one.
+                entry.setdefault("barriers", 0)
         elif kind == "info":
             if line.startswith("Attribute:"):
                 pending_attr = line.split(":", 1)[1].strip()
@@ -213,17 +217,29 @@ def parse_elf_facts(text: str) -> dict[str, dict[str, Any]]:
                 dims = [int(tok, 16) for tok in line.split(":", 1)[1].split()]
                 if dims:
                     entry["required_block"] = tuple((dims + [1, 1, 1])[:3])
+            elif line.startswith("Value:") and pending_attr == "EIATTR_NUM_BARRIERS":
+                entry["barriers"] = int(line.split(":", 1)[1].split()[0], 16)
     return facts
 
 
-def function_resources(cubin_path: str) -> dict[str, FunctionResources]:
+_ELF_HEADER_ARCH = re.compile(r"^\s*\d+bit elf:.*\bsm=(\w+)", re.MULTILINE)
+
+
+def elf_arch(text: str) -> str | None:
+    """The target named in `cuobjdump --dump-elf`'s header line, as `sm_90a`."""
+    m = _ELF_HEADER_ARCH.search(text)
+    return f"sm_{m.group(1)}" if m else None
+
+
+def function_resources(cubin_path: str) -> tuple[dict[str, FunctionResources], str | None]:
+    """Resources per function, and the architecture the cubin was built for."""
     resources = parse_resource_usage(_run_tool("cuobjdump", "--dump-resource-usage", cubin_path))
-    elf = parse_elf_facts(_run_tool("cuobjdump", "--dump-elf", cubin_path))
-    for name, facts in elf.items():
+    elf_text = _run_tool("cuobjdump", "--dump-elf", cubin_path)
+    for name, facts in parse_elf_facts(elf_text).items():
         if name in resources:
             resources[name].barriers = facts.get("barriers")
             resources[name].required_block = facts.get("required_block")
-    return resources
+    return resources, elf_arch(elf_text)
 
 
 # ----------------------------------------------------------------------------- SASS
@@ -408,9 +424,11 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
     """Run the kernel's own compile (no GPU needed) and collect what inspection reads."""
     from kernelscope.kernels.spec import ConfigRejected
 
-    # The DSL picks its target before import and writes kept artifacts to the working
-    # directory unless told otherwise: keep them out of the user's tree.
-    os.environ.setdefault("CUTE_DSL_ARCH", arch)
+    # The DSL reads its target once, at import; a kernel may also pass --gpu-arch itself.
+    # Kept artifacts go to the working directory unless told otherwise: keep them out of
+    # the user's tree.
+    if "cutlass" not in sys.modules:
+        os.environ["CUTE_DSL_ARCH"] = arch
     if "CUTE_DSL_DUMP_DIR" not in os.environ:
         from kernelscope.profiler.compile_cache import cache_root
 
@@ -496,8 +514,12 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        resources = function_resources(path)
+        resources, built_for = function_resources(path)
         listings = split_sass_functions(_run_tool("cuobjdump", "--dump-sass", path))
+    if built_for and built_for != arch:
+        raise UserError(
+            f"{source}: the compile produced a cubin for {built_for}, not {arch} "
+            "(the kernel's compile should pass options='--gpu-arch ARCH' to cute.compile)")
 
     by_kernel = {l.kernel: l for l in launches if l.kernel}
     lone_launch = launches[0] if len(launches) == 1 and len(listings) == 1 else None

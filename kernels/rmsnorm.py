@@ -100,7 +100,7 @@ def _build_kernel_class():
                 sumsq = sumsq + (x * x).reduce(cute.ReductionOp.ADD, Float32(0.0), reduction_profile=0)
 
             sumsq = cute.arch.warp_reduction_sum(sumsq)
-            smem = cutlass.utils.SmemAllocator()
+            smem = cutlass.memory.SmemAllocator()
             partial = smem.allocate_tensor(Float32, cute.make_layout(self.warps), byte_alignment=16)
             warp = tidx // 32
             lane = tidx % 32

@@ -171,8 +171,21 @@ def diagnose(o: torch.Tensor, r: torch.Tensor, bad: torch.Tensor, finite: torch.
         nc = torch.nonzero(nf.any(dim=0)).flatten().tolist()
         found.append(f"{rep.nan_count} outputs are NaN/inf (the output is NaN-poisoned before the launch: "
                      f"never written, or NaN computed) in {row_name}s {_ranges(nr)} and {col_name}s {_ranges(nc)}")
+    bad_rows, bad_cols = rep.bad_rows, rep.bad_cols
+    # Where the bad elements are (needs no values).
+    if bad_cols and len(bad_cols) <= cols // 2 and len(bad_rows) == rows:
+        found.append(f"errors in every {row_name} but only {col_name}s {_ranges(bad_cols)}")
+    if bad_rows and len(bad_rows) <= rows // 2 and len(bad_cols) == cols:
+        found.append(f"errors in every {col_name} but only {row_name}s {_ranges(bad_rows)}")
+    for name, idx, extent in ((row_name, bad_rows, rows), (col_name, bad_cols, cols)):
+        p = _periodic(idx, extent)
+        if p:
+            found.append(f"bad {name}s are periodic: {p} (a tile-boundary or stride bug)")
+    if rep.tile is not None and rep.bad_tiles and len(rep.bad_tiles) < rep.tiles_total:
+        found.append(f"errors confined to {len(rep.bad_tiles)} of {rep.tiles_total} tiles "
+                     f"({rep.tile[0]}x{rep.tile[1]})")
     if not bool(finite.all()):
-        # The remaining tests need finite numbers.
+        # The value-based tests below need finite numbers.
         return found
 
     err = o - r
@@ -193,7 +206,6 @@ def diagnose(o: torch.Tensor, r: torch.Tensor, bad: torch.Tensor, finite: torch.
             found.append(f"every {col_name} of the output equals {col_name} 0 while the reference's differ: "
                          f"a value is broadcast along {col_name}s (wrong {col_name} index or stride 0)")
 
-    bad_rows, bad_cols = rep.bad_rows, rep.bad_cols
     if rows >= 4 and len(bad_cols) < cols:
         # Error constant down each column (same in every row), nonzero somewhere.
         col_err = err.mean(dim=0, keepdim=True)
@@ -232,15 +244,4 @@ def diagnose(o: torch.Tensor, r: torch.Tensor, bad: torch.Tensor, finite: torch.
                          f"(factors {float(s.min()):.4g}..{float(s.max()):.4g}, off in {col_name}s {_ranges(off)}): "
                          f"a per-{col_name} scale (e.g. a weight) is wrong")
 
-    if bad_cols and len(bad_cols) <= cols // 2 and len(bad_rows) == rows:
-        found.append(f"errors in every {row_name} but only {col_name}s {_ranges(bad_cols)}")
-    if bad_rows and len(bad_rows) <= rows // 2 and len(bad_cols) == cols:
-        found.append(f"errors in every {col_name} but only {row_name}s {_ranges(bad_rows)}")
-    for name, idx, extent in ((row_name, bad_rows, rows), (col_name, bad_cols, cols)):
-        p = _periodic(idx, extent)
-        if p:
-            found.append(f"bad {name}s are periodic: {p} (a tile-boundary or stride bug)")
-    if rep.tile is not None and rep.bad_tiles and len(rep.bad_tiles) < rep.tiles_total:
-        found.append(f"errors confined to {len(rep.bad_tiles)} of {rep.tiles_total} tiles "
-                     f"({rep.tile[0]}x{rep.tile[1]})")
     return found

@@ -1,0 +1,116 @@
+"""The driver on a GPU: kernels checked and timed, timing against do_bench, profiles under ncu."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "examples", "my_scale.py")
+
+
+def _ncu_available():
+    from kernelscope.errors import UserError
+    from kernelscope.profiler.ncu import find_ncu
+
+    try:
+        find_ncu()
+        return True
+    except UserError:
+        return False
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("config,shape", [
+    ({"threads": 256, "vec": 8}, {"M": 1000, "N": 4096}),
+    ({"threads": 128, "vec": 4}, {"M": 37, "N": 2048}),
+    ({"threads": 1024, "vec": 8}, {"M": 3, "N": 8192}),
+])
+def test_rmsnorm_is_correct(dtype, config, shape):
+    import torch
+
+    from kernelscope.kernels import rmsnorm
+    from kernelscope.profiler.measure import check_output
+
+    for seed in (0, 1):
+        inputs = rmsnorm.SPEC.make_inputs(shape, dtype, seed, "cuda")
+        rmsnorm.SPEC.compile(config, shape, dtype, "sm_90a").launch(inputs)
+        torch.cuda.synchronize()
+        report = check_output(rmsnorm.SPEC, inputs["out"], inputs, dtype)
+        assert report.ok, (report.where(), report.diagnoses)
+        assert report.nan_count == 0
+
+
+def test_user_kernel_file_is_correct():
+    import torch
+
+    from kernelscope.kernels import registry
+    from kernelscope.profiler.measure import check_output
+
+    spec = registry.resolve(f"{EXAMPLE}:SPEC")
+    shape = {"M": 512, "N": 1024}
+    inputs = spec.make_inputs(shape, "bfloat16", 0, "cuda")
+    spec.compile(spec.default_config, shape, "bfloat16", "sm_90a").launch(inputs)
+    torch.cuda.synchronize()
+    assert check_output(spec, inputs["out"], inputs, "bfloat16").ok
+
+
+def test_time_callable_sees_work_scale():
+    import torch
+
+    from kernelscope.profiler.timing import time_callable
+
+    small = torch.empty(1 << 20, device="cuda")
+    big = torch.empty(1 << 26, device="cuda")
+    t_small = time_callable(lambda: small.fill_(1.0), rep_ms=20)
+    t_big = time_callable(lambda: big.fill_(1.0), rep_ms=20)
+    assert t_small.n >= 10 and t_big.n >= 2
+    assert t_small.q1_ms <= t_small.median_ms <= t_small.q3_ms
+    assert t_big.median_ms > 8 * t_small.median_ms    # 64x the bytes
+
+
+def test_run_agrees_with_do_bench():
+    triton = pytest.importorskip("triton")
+    from kernelscope.kernels import rmsnorm
+    from kernelscope.profiler.timing import time_callable
+
+    shape = {"M": 16384, "N": 4096}
+    inputs = rmsnorm.SPEC.make_inputs(shape, "bfloat16", 0, "cuda")
+    fn = rmsnorm.SPEC.compile(rmsnorm.SPEC.default_config, shape, "bfloat16", "sm_90a").bound(inputs)
+    ours = time_callable(fn, rep_ms=200).median_ms
+    theirs = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+    assert abs(ours - theirs) / theirs < 0.03, (ours, theirs)
+
+
+def test_sweep_reports_invalid_configs_on_gpu():
+    from kernelscope.kernels import rmsnorm
+    from kernelscope.profiler import measure
+
+    configs = measure.combinations({"threads": [64, 256], "vec": [8]}, rmsnorm.SPEC.default_config)
+    result = measure.sweep(rmsnorm.SPEC, "torch.rmsnorm", {"M": 2048, "N": 8192}, "bfloat16", configs,
+                           timer_kwargs={"rep_ms": 20})
+    status = {r.config["threads"]: r.status for r in result.rows}
+    assert status == {64: "invalid", 256: "ok"}
+    assert result.speed_vs_reference(result.sorted_rows()[0]) > 0
+
+
+@pytest.mark.skipif(not shutil.which("ncu") and not os.path.exists("/usr/local/cuda/bin/ncu"), reason="needs ncu")
+@pytest.mark.parametrize("target,vs", [("rmsnorm", "torch.rmsnorm"), (f"{EXAMPLE}:SPEC", "torch")])
+def test_profile_captures_exactly_the_two_ranges(tmp_path, target, vs):
+    from kernelscope.profiler.report import load_report
+
+    out = tmp_path / "p.ncu-rep"
+    r = subprocess.run([sys.executable, "-m", "kernelscope", "profile", target, "--vs", vs,
+                        "--shape", "M=2048,N=4096" if "my_scale" not in target else "M=1024,N=1024",
+                        "--set", "SpeedOfLight", "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    profiles = load_report(str(out))
+    assert len(profiles) == 2                                   # exactly one target and one reference launch
+    grouped = load_report(str(out), group_nvtx_prefix="ks:")
+    assert [p.name for p in grouped] == ["ks:target", "ks:reference"]
+    side = json.load(open(str(out) + ".kernelscope.json"))
+    assert side["request"]["clock_control"] == "none" and side["worker_status"]["correct"] is True

@@ -1,0 +1,137 @@
+"""The ncu command line, its output parsing and the one-line errors (no GPU needed).
+
+A FAKE `ncu` (a small shell script) stands in for Nsight Compute to drive the error paths.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from kernelscope.errors import UserError
+from kernelscope.profiler import ncu
+from kernelscope.profiler.ncu import ProfileRequest
+
+
+def _req(tmp_path, **kw):
+    base = dict(target="rmsnorm", reference="torch.rmsnorm", shape={"M": 64, "N": 4096}, dtype="bfloat16",
+                config={"threads": 256, "vec": 8}, report_path=str(tmp_path / "r.ncu-rep"))
+    base.update(kw)
+    return ProfileRequest(**base)
+
+
+def test_quick_command_filters_ranges_and_states_controls(tmp_path):
+    cmd = ncu.build_command("/opt/ncu", _req(tmp_path), status_path="/tmp/s.json")
+    assert cmd[0] == "/opt/ncu"
+    i = cmd.index("--nvtx-include")
+    assert "--nvtx" in cmd and cmd[i + 1] == "regex:ks:.*/"
+    assert cmd[cmd.index("--clock-control") + 1] == "none"
+    assert cmd[cmd.index("--cache-control") + 1] == "all"
+    sections = [cmd[j + 1] for j, a in enumerate(cmd) if a == "--section"]
+    assert sections == list(ncu.QUICK_SECTIONS)
+    assert "InstructionStats" in sections and "WarpStateStats" in sections
+    metrics = cmd[cmd.index("--metrics") + 1].split(",")
+    assert "dram__bytes_read.sum" in metrics and "l1tex__m_xbar2l1tex_read_bytes.sum" in metrics
+    assert cmd[cmd.index("--export") + 1] == str(tmp_path / "r")     # ncu adds .ncu-rep
+    w = cmd.index("kernelscope.profiler.worker")
+    assert cmd[w - 1] == "-m" and cmd[w - 2] == sys.executable
+    assert json.loads(cmd[cmd.index("--shape") + 1]) == {"M": 64, "N": 4096}
+    assert cmd[cmd.index("--vs") + 1] == "torch.rmsnorm"
+    assert cmd[cmd.index("--status") + 1] == "/tmp/s.json"
+
+
+def test_full_and_named_sections(tmp_path):
+    full = ncu.build_command("ncu", _req(tmp_path, section_set="full"))
+    assert full[full.index("--set") + 1] == "full" and "--metrics" not in full
+    named = ncu.build_command("ncu", _req(tmp_path, section_set=["SpeedOfLight", "Occupancy"],
+                                          clock_control="base", cache_control="none"))
+    assert [named[j + 1] for j, a in enumerate(named) if a == "--section"] == ["SpeedOfLight", "Occupancy"]
+    assert named[named.index("--clock-control") + 1] == "base"
+    assert named[named.index("--cache-control") + 1] == "none"
+    with pytest.raises(UserError):
+        ncu.build_command("ncu", _req(tmp_path, section_set=["Speed;rm"]))
+    with pytest.raises(UserError):
+        ncu.build_command("ncu", _req(tmp_path, clock_control="boost"))
+
+
+def test_parse_passes():
+    out = ('==PROF== Profiling "kernel_cutlass_rms" - 0: 0%....50%....100% - 24 passes\n'
+           '==PROF== Profiling "vectorized_elementwise_kernel" - 1: 0%....50%....100% - 1 pass\n')
+    assert ncu.parse_passes(out) == [("kernel_cutlass_rms", 24), ("vectorized_elementwise_kernel", 1)]
+
+
+def test_failure_messages():
+    assert "NVreg_RestrictProfilingToAdminUsers" in ncu.failure_message(1, "==ERROR== ERR_NVGPUCTRPERM - x", {}, False)
+    assert "rejects this config" in ncu.failure_message(3, "", {"kind": "config_rejected", "error": "N too big"}, False)
+    crash = ncu.failure_message(4, "", {"kind": "crash", "stage": "compile", "error": "ValueError: x"}, False)
+    assert "crashed during compile" in crash
+    assert "nothing was captured" in ncu.failure_message(0, "==WARNING== No kernels were profiled.", {"ok": True}, False)
+    assert ncu.failure_message(0, "", {"ok": True}, True) is None
+    assert "code 139" in ncu.failure_message(139, "Segmentation fault", {}, False)
+
+
+def test_find_ncu_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr(os.path, "isfile", lambda p: False)
+    with pytest.raises(UserError, match="ncu .* is not on PATH"):
+        ncu.find_ncu()
+
+
+def _fake_ncu(tmp_path, body: str) -> str:
+    path = tmp_path / "ncu"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_permission_error_is_one_line_and_sidecar_kept(tmp_path):
+    fake = _fake_ncu(tmp_path, 'case "$1" in --version) echo "Version 2025.3.1";; '
+                               '*) echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"; exit 1;; esac')
+    req = _req(tmp_path)
+    with pytest.raises(UserError) as e:
+        ncu.run_profile(req, ncu=fake)
+    assert "ERR_NVGPUCTRPERM" in str(e.value) and "\n" not in str(e.value)
+    side = json.load(open(req.report_path + ncu.SIDECAR_SUFFIX))
+    assert side["request"]["clock_control"] == "none" and side["request"]["cache_control"] == "all"
+    assert "--nvtx-include" in side["command_line"] and side["returncode"] == 1
+
+
+def test_nothing_captured_and_kept_report(tmp_path):
+    fake = _fake_ncu(tmp_path, 'echo "==WARNING== No kernels were profiled."; exit 0')
+    with pytest.raises(UserError, match="nothing was captured"):
+        ncu.run_profile(_req(tmp_path), ncu=fake)
+    # A report that exists is named in the error and left in place.
+    rep = tmp_path / "kept.ncu-rep"
+    fake2 = _fake_ncu(tmp_path, f'touch "{rep}"; echo "==ERROR== The application returned an error code (4)"; exit 4')
+    with pytest.raises(UserError) as e:
+        ncu.run_profile(_req(tmp_path, report_path=str(rep)), ncu=fake2)
+    assert f"report kept: {rep}" in str(e.value) and rep.exists()
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU message")
+@pytest.mark.parametrize("command", ["run", "profile", "sweep"])
+def test_no_gpu_is_one_line_and_nonzero(command):
+    r = _cli(command, "rmsnorm")
+    assert r.returncode != 0
+    assert r.stderr.strip().startswith("kernelscope: error: no CUDA GPU") and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+
+
+def test_cli_input_errors_are_one_line():
+    for args, fragment in ((["run", "nosuch"], "unknown target"),
+                           (["profile", "rmsnorm", "--shape", "M=4,K=8"], "shape keys"),
+                           (["sweep", "rmsnorm", "--config", "stages=2,3"], "no config key"),
+                           (["run", "rmsnorm", "--vs", "nosuch"], "unknown reference")):
+        r = _cli(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,106 @@
+"""Shapes, configs, targets and references as the user types them (no GPU needed)."""
+
+import os
+
+import pytest
+
+from kernelscope.errors import UserError
+from kernelscope.kernels import references, registry
+from kernelscope.profiler import measure
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "examples", "my_scale.py")
+
+
+def test_parse_value_types():
+    assert measure.parse_value("4") == 4
+    assert measure.parse_value("0.5") == 0.5
+    assert measure.parse_value("true") is True and measure.parse_value("False") is False
+    assert measure.parse_value("2x1") == (2, 1)
+    assert measure.parse_value("row") == "row"
+
+
+def test_parse_shape_and_errors():
+    assert measure.parse_shape("M=4096, N=8192") == {"M": 4096, "N": 8192}
+    for bad in ("M4096", "M=abc", "M=0", ""):
+        with pytest.raises(UserError):
+            measure.parse_shape(bad)
+
+
+def test_parse_config_single_and_multi():
+    assert measure.parse_assignments(("threads=256", "vec=8"), "config", multi=False) == {"threads": 256, "vec": 8}
+    assert measure.parse_assignments(("stages=2,3,4", "pingpong=true,false"), "config", multi=True) == {
+        "stages": [2, 3, 4], "pingpong": [True, False]}
+    with pytest.raises(UserError):
+        measure.parse_assignments(("threads",), "config", multi=False)
+    with pytest.raises(UserError):
+        measure.parse_assignments(("threads=",), "config", multi=True)
+
+
+def test_combinations_cover_the_product_over_the_default():
+    combos = measure.combinations({"a": [1, 2], "b": [True, False]}, {"a": 0, "c": "x"})
+    assert len(combos) == 4
+    assert {(c["a"], c["b"]) for c in combos} == {(1, True), (1, False), (2, True), (2, False)}
+    assert all(c["c"] == "x" for c in combos)
+
+
+def test_format_round_trips_through_parse():
+    cfg = {"cluster": (2, 1), "pingpong": False, "stages": 3}
+    assert measure.parse_assignments(measure.format_config(cfg).split(","), "config", multi=False) == cfg
+    assert measure.format_shape({"M": 1, "N": 2}) == "M=1,N=2"
+
+
+def test_registry_resolves_names_and_files():
+    assert registry.resolve("rmsnorm").name == "rmsnorm"
+    assert registry.resolve(f"{EXAMPLE}:SPEC").name == "my_scale"
+
+
+@pytest.mark.parametrize("target,fragment", [
+    ("nosuch", "unknown target"),
+    ("tests/examples/absent.py:SPEC", "no such file"),
+    (f"{EXAMPLE}:NOPE", "defines no NOPE"),
+    (EXAMPLE, "name the spec too"),
+])
+def test_registry_errors_are_one_line(target, fragment):
+    with pytest.raises(UserError) as e:
+        registry.resolve(target)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_shape_and_config_keys_are_checked():
+    spec = registry.resolve("rmsnorm")
+    with pytest.raises(UserError, match="shape keys"):
+        measure.check_shape_keys(spec, {"M": 1, "K": 2})
+    with pytest.raises(UserError, match="no config key"):
+        measure.check_config_keys(spec, {"stages": 3})
+    measure.check_config_keys(spec, {"threads": 128})
+
+
+def test_reference_not_applicable_unknown_or_missing():
+    import torch
+
+    spec = registry.resolve("rmsnorm")
+    inputs = spec.make_inputs({"M": 4, "N": 64}, "bfloat16", 0, "cpu")
+    with pytest.raises(UserError, match="does not apply"):
+        references.bind("cublas", spec, inputs)
+    with pytest.raises(UserError, match="unknown reference"):
+        references.bind("cudnn.magic", spec, inputs)
+    # torch.rmsnorm does apply, and computes on the CPU too.
+    out = references.bind("torch.rmsnorm", spec, inputs)()
+    torch.testing.assert_close(out.float(), spec.reference_fp32(inputs), atol=3e-2, rtol=3e-2)
+    assert references.default_for(spec) == "torch.rmsnorm"
+
+
+def test_reference_needing_an_absent_package(monkeypatch):
+    spec = registry.resolve("rmsnorm")
+    inputs = spec.make_inputs({"M": 4, "N": 64}, "bfloat16", 0, "cpu")
+    monkeypatch.setattr(references, "installed", lambda name: False)
+    with pytest.raises(UserError, match="not installed"):
+        references.bind("quack.rmsnorm", spec, inputs)
+
+
+def test_user_spec_torch_reference():
+    spec = registry.resolve(f"{EXAMPLE}:SPEC")
+    inputs = spec.make_inputs({"M": 8, "N": 64}, "float16", 1, "cpu")
+    out = references.bind("torch", spec, inputs)()
+    assert out.shape == (8, 64)
+    assert references.default_for(spec) == "torch"

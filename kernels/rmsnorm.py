@@ -14,6 +14,7 @@ fit in registers; other configs raise ConfigRejected.
 import importlib.util
 import math
 import os
+import tempfile
 from typing import Any
 
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
@@ -169,10 +170,13 @@ def compile_rmsnorm(config: dict[str, Any], shape: dict[str, int], dtype: str, a
     y = cute.runtime.make_fake_compact_tensor(cdtype, (m_sym, n), stride_order=(1, 0), assumed_align=align)
     w = cute.runtime.make_fake_compact_tensor(cdtype, (n,), assumed_align=align)
     stream = cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=use_ffi)
-    options = "--keep-cubin --keep-ptx" + (" --enable-tvm-ffi" if use_ffi else "")
-    compiled = cute.compile(_kernel_class()(n, threads, vec), x, w, y, cutlass.Float32(EPS), stream,
-                            options=options)
-    cubin, sass, ptx = _read_artifacts(compiled)
+    # The DSL keeps artifacts only by writing them to a dump folder (default: the current
+    # directory); a temporary one keeps the user's folder clean.
+    with tempfile.TemporaryDirectory(prefix="kernelscope-dsl-") as dump:
+        options = f"--keep-cubin --keep-ptx --dump-dir={dump}" + (" --enable-tvm-ffi" if use_ffi else "")
+        compiled = cute.compile(_kernel_class()(n, threads, vec), x, w, y, cutlass.Float32(EPS), stream,
+                                options=options)
+        cubin, sass, ptx = _read_artifacts(compiled)
 
     launch = None
     bind = None

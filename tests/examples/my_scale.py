@@ -6,6 +6,7 @@ elements with one 16-byte load of x, one of s and one store.
 """
 
 import os
+import tempfile
 
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
@@ -47,7 +48,10 @@ def _compile(config, shape, dtype, arch="sm_90a"):
     y = cute.runtime.make_fake_compact_tensor(cdtype, (m, n), stride_order=(1, 0), assumed_align=16)
     s = cute.runtime.make_fake_compact_tensor(cdtype, (n,), assumed_align=16)
     gpu = torch.cuda.is_available()
-    compiled = cute.compile(scale, x, s, y, cute.runtime.make_fake_stream(), options="--keep-cubin")
+    with tempfile.TemporaryDirectory() as dump:   # the DSL writes kept artifacts to a folder
+        compiled = cute.compile(scale, x, s, y, cute.runtime.make_fake_stream(),
+                                options=f"--keep-cubin --dump-dir={dump}")
+        cubin = getattr(compiled, "__cubin__", None)
 
     bind = launch = None
     if gpu:
@@ -62,7 +66,6 @@ def _compile(config, shape, dtype, arch="sm_90a"):
         def launch(inputs):
             bind(inputs)()
             return inputs["out"]
-    cubin = getattr(compiled, "__cubin__", None)
     return CompiledKernel(launch=launch, bind=bind, cubin=cubin if isinstance(cubin, bytes) else None)
 
 

@@ -181,6 +181,7 @@ def _kernel_class():
     import cutlass.cute as cute
     import cutlass.utils as utils
     import cutlass.utils.hopper_helpers as sm90_utils
+    from cutlass.memory import SmemAllocator
     from cutlass.tensor_utils import LayoutEnum
 
     from kernelscope.kernels.sm90_epilogue import TmaStoreEpilogue
@@ -273,7 +274,7 @@ def _kernel_class():
                 cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
                 cute.nvgpu.cpasync.prefetch_descriptor(tma_c)
 
-            smem = utils.SmemAllocator()
+            smem = SmemAllocator()
             storage = smem.allocate(self.storage)
             stage_bytes = (cute.size_in_bytes(self.ab_dtype, cute.slice_(sA_layout, (None, None, 0)))
                            + cute.size_in_bytes(self.ab_dtype, cute.slice_(sB_layout, (None, None, 0))))

@@ -1,0 +1,104 @@
+"""Hopper GEMM correctness on the GPU against an fp32 torch reference: every input and output
+dtype, both major orders of A and B, odd and partial-tile shapes, and the config knobs
+(tiles, clusters, raster, swizzle, stages, epilogue subtiles)."""
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (sm_90)"),
+]
+
+from kernelscope.kernels import gemm  # noqa: E402
+
+# Elementwise tolerance: output rounding (relative) plus a small absolute floor for entries
+# near zero; fp32 output only differs from the reference by summation order.
+_RTOL = {"bfloat16": 2 ** -7, "float16": 2 ** -10, "float32": 1e-4}
+_ATOL = 1e-2
+
+
+def _operands(M, N, K, dtype, a_major, b_major, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    tdt = getattr(torch, dtype)
+    a = torch.randn((M, K), generator=g).to(tdt)
+    b = torch.randn((K, N), generator=g).to(tdt)
+    a = a.cuda() if a_major == "k" else a.t().contiguous().cuda().t()
+    b = b.cuda() if b_major == "n" else b.t().contiguous().cuda().t()
+    return a, b
+
+
+def _check(config, M, N, K, dtype="bfloat16", out_dtype=None, a_major="k", b_major="n", seed=0):
+    out_dtype = out_dtype or dtype
+    a, b = _operands(M, N, K, dtype, a_major, b_major, seed)
+    assert gemm.major_of_a(a) == a_major and gemm.major_of_b(b) == b_major
+    out = torch.full((M, N), float("nan"), dtype=getattr(torch, out_dtype), device="cuda")
+    cfg = gemm.GemmConfig.from_mapping(config)
+    gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})()
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    got = out.double()
+    assert torch.isfinite(got).all(), f"{(~torch.isfinite(got)).sum().item()} elements never written"
+    err = (got - ref).abs()
+    tol = _ATOL + _RTOL[out_dtype] * ref.abs()
+    bad = err > tol
+    rel = ((got - ref).norm() / ref.norm()).item()
+    assert not bad.any(), (
+        f"{bad.sum().item()} elements off, first at {tuple(bad.nonzero()[0].tolist())}, "
+        f"max abs err {err.max().item():.3g}, rel norm err {rel:.3g}")
+    assert rel < 4 * _RTOL[out_dtype]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("a_major", ["k", "m"])
+@pytest.mark.parametrize("b_major", ["n", "k"])
+def test_dtypes_and_layouts(dtype, out_dtype, a_major, b_major):
+    # 3 x 5 tiles of 128x256 with partial tiles in M and N and a partial K tile.
+    _check({}, 328, 1096, 840, dtype, out_dtype, a_major, b_major, seed=1)
+
+
+@pytest.mark.parametrize("M,N,K", [
+    (1, 8, 8),            # a single row, K below one k-tile
+    (127, 264, 72),       # partial in all three
+    (129, 136, 4104),     # long K with a partial last k-tile
+    (2053, 2056, 520),    # many tiles, partial edges
+    (4096, 4096, 256),    # more tiles than CTAs: persistent loop with several tiles per CTA
+])
+def test_odd_shapes(M, N, K):
+    _check({}, M, N, K, seed=M + N + K)
+
+
+@pytest.mark.parametrize("config", [
+    {"cluster": (1, 1)},
+    {"cluster": (1, 2)},
+    {"cluster": (2, 2)},
+    {"tile_n": 128},
+    {"tile_n": 192, "cluster": (1, 2)},
+    {"tile_m": 64, "tile_n": 128, "consumer_wgs": 1},
+    {"tile_m": 64, "tile_n": 256, "consumer_wgs": 1, "cluster": (2, 1)},
+    {"raster": "n", "swizzle": 3},
+    {"raster": "m", "swizzle": 1},
+    {"stages": 2},
+    {"stages": 3, "epi_n": 64, "epi_stages": 2},
+    {"epi_n": 16},
+])
+def test_configs(config):
+    _check(config, 1000, 3000, 1000, seed=7)
+    _check(config, 3000, 1000, 200, a_major="m", b_major="k", seed=8)
+
+
+def test_spec_launch_writes_out():
+    spec = gemm.GEMM_SPEC
+    shape = {"M": 520, "N": 264, "K": 136}
+    inputs = spec.make_inputs(shape, "bfloat16", 3, "cuda")
+    ck = spec.compile(spec.default_config, shape, "bfloat16", "sm_90a")
+    out = ck.launch(inputs)
+    torch.cuda.synchronize()
+    ref = spec.reference_fp32(inputs)
+    assert out is inputs["out"]
+    assert torch.allclose(out.float(), ref, atol=_ATOL, rtol=_RTOL["bfloat16"])

@@ -18,6 +18,7 @@ from kernelscope.kernels.spec import KernelSpec
 # name -> "module:attribute" (attribute: a KernelSpec or a function returning one).
 REGISTERED: dict[str, str] = {
     "rmsnorm": "kernelscope.kernels.rmsnorm:SPEC",
+    "gemm": "kernelscope.kernels.gemm:GEMM_SPEC",
 }
 
 

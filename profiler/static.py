@@ -432,9 +432,9 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
     if "CUTE_DSL_DUMP_DIR" not in os.environ:
         from kernelscope.profiler.compile_cache import cache_root
 
-        dump_dir = cache_root() / "dsl-artifacts"
-        dump_dir.mkdir(parents=True, exist_ok=True)
-        os.environ["CUTE_DSL_DUMP_DIR"] = str(dump_dir)
+        os.environ["CUTE_DSL_DUMP_DIR"] = str(cache_root() / "dsl-artifacts")
+    # The DSL fails a kept-artifact compile when the folder is missing.
+    Path(os.environ["CUTE_DSL_DUMP_DIR"]).mkdir(parents=True, exist_ok=True)
     try:
         import cutlass  # noqa: F401
     except ImportError as e:

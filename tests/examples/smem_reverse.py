@@ -85,3 +85,7 @@ SPEC = KernelSpec(
     archs=["sm_90a", "sm_120a"],
     output_dims=("col",),
 )
+
+# The same kernel declaring a Hopper opcode it does not contain: `inspect` must flag it.
+SPEC_EXPECTING_HGMMA = KernelSpec(**{**SPEC.__dict__, "name": "smem_reverse_expecting_hgmma",
+                                     "expected_sass": ["STS", "HGMMA"], "archs": ["sm_90a"]})

@@ -1,0 +1,196 @@
+"""`kernelscope inspect` end to end, in a subprocess as a user runs it (no GPU needed).
+
+The register and shared-memory numbers are checked against cuobjdump run here, on the
+cubin that `--save-sass` wrote, independently of kernelscope's own reading of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelscope.profiler.static import find_cuda_tool
+
+EXAMPLE_SOURCE = Path(__file__).parent / "examples" / "smem_reverse.py"
+CACHED_RUN_LIMIT_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kernelscope-cache")
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory) -> Path:
+    """The example kernel in a folder of its own: the cache key hashes a file's neighbours
+    too, and tests/examples may change while the suite runs."""
+    path = tmp_path_factory.mktemp("example") / "smem_reverse.py"
+    path.write_text(EXAMPLE_SOURCE.read_text())
+    return path
+
+
+@pytest.fixture(scope="module")
+def target(example) -> str:
+    return f"{example}:SPEC"
+
+
+def run_cli(args, cache_dir: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KERNELSCOPE_CACHE_DIR=str(cache_dir))
+    env.pop("CUTE_DSL_DUMP_DIR", None)
+    return subprocess.run([sys.executable, "-m", "kernelscope", "inspect", *args],
+                          capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def json_of(result: subprocess.CompletedProcess) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def metrics_of(doc: dict, index: int = 0) -> dict:
+    return {k: v["value"] for k, v in doc["kernels"][index]["profile"]["metrics"].items()}
+
+
+def cuobjdump_resources(cubin: Path) -> dict[str, int]:
+    out = subprocess.run([find_cuda_tool("cuobjdump"), "--dump-resource-usage", str(cubin)],
+                         capture_output=True, text=True, check=True).stdout
+    line = next(l for l in out.splitlines() if "REG:" in l)
+    return {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", line)}
+
+
+@pytest.fixture(scope="module")
+def first_and_cached(cache_dir, target, tmp_path_factory):
+    """The same request twice: a compile, then the cache; the second one timed end to end."""
+    sass_dir = tmp_path_factory.mktemp("sass")
+    work = tmp_path_factory.mktemp("cwd")
+    first = run_cli([target, "--format", "json", "--save-sass", str(sass_dir)], cache_dir, cwd=work)
+    start = time.perf_counter()
+    second = run_cli([target, "--format", "json"], cache_dir, cwd=work)
+    elapsed = time.perf_counter() - start
+    return json_of(first), json_of(second), elapsed, sass_dir, work
+
+
+def test_inspect_reports_the_compiled_kernel(first_and_cached):
+    doc, _, _, _, _ = first_and_cached
+    assert doc["schema"] == "kernelscope.show"
+    assert doc["inspect"]["from_cache"] is False
+    assert doc["inspect"]["config"] == {"threads": 128, "scratch": 0}
+    (kernel,) = doc["kernels"]
+    profile = kernel["profile"]
+    assert profile["kind"] == "static" and profile["session"]["tool"] == "static"
+    assert profile["block"] == [128, 1, 1] and profile["grid"] == [8192 // 128, 1, 1]
+    m = metrics_of(doc)
+    assert m["launch__block_size"] == 128
+    assert m["launch__grid_size"] == 64
+    assert m["launch__shared_mem_per_block_dynamic"] == 128 * 4
+    assert m["launch__barrier_count"] == 1
+    assert m["static__spill_store_bytes"] == 0 and m["static__stack_frame_bytes"] == 0
+    mix = profile["instruction_mix"]
+    assert mix["STS"] >= 1 and mix["LDS"] >= 1 and mix["BAR"] >= 1
+    assert m["static__sass_instructions"] == sum(mix.values())
+    assert doc["inspect"]["expected_sass_missing"] == []
+
+
+def test_numbers_match_cuobjdump_on_the_same_cubin(first_and_cached):
+    doc, _, _, sass_dir, _ = first_and_cached
+    (cubin,) = sass_dir.glob("*.cubin")
+    reference = cuobjdump_resources(cubin)
+    m = metrics_of(doc)
+    assert m["launch__registers_per_thread"] == reference["REG"]
+    assert m["launch__shared_mem_per_block_static"] == reference["SHARED"]
+    assert m["static__stack_frame_bytes"] == reference["STACK"]
+    assert m["static__local_memory_bytes"] == reference["LOCAL"]
+    (listing,) = sass_dir.glob("*.sass")
+    text = listing.read_text()
+    assert "STS" in text and "BAR.SYNC" in text
+
+
+def test_second_inspect_comes_from_the_cache_quickly(first_and_cached):
+    first, second, elapsed, _, _ = first_and_cached
+    assert second["inspect"]["from_cache"] is True
+    assert metrics_of(second) == metrics_of(first)
+    assert second["kernels"][0]["profile"]["instruction_mix"] == first["kernels"][0]["profile"]["instruction_mix"]
+    assert elapsed < CACHED_RUN_LIMIT_S, f"cached inspect took {elapsed:.2f} s"
+
+
+def test_compile_leaves_nothing_in_the_working_directory(first_and_cached):
+    *_, work = first_and_cached
+    assert list(work.iterdir()) == []
+
+
+def test_local_memory_array_shows_as_stack_and_local_traffic(cache_dir, target, tmp_path):
+    result = run_cli([target, "--config", "scratch=256", "--format", "json", "--save-sass", str(tmp_path)], cache_dir)
+    m = metrics_of(json_of(result))
+    reference = cuobjdump_resources(next(tmp_path.glob("*.cubin")))
+    assert m["static__stack_frame_bytes"] == reference["STACK"] > 0
+    # Every element of the array is stored once (vectorised stores), so at least its size.
+    assert m["static__spill_store_bytes"] >= 256 * 4
+    assert m["static__spill_load_bytes"] >= 4
+
+
+def test_vs_config_diffs_two_compiles(cache_dir, target):
+    result = run_cli([target, "--config", "threads=64", "--vs-config", "threads=256", "--format", "json"], cache_dir)
+    doc = json_of(result)
+    assert doc["a"]["config"]["threads"] == 64 and doc["b"]["config"]["threads"] == 256
+    (comparison,) = doc["comparisons"]
+    launch = {m["id"]: m for m in comparison["views"]["launch"]["metrics"]}
+    assert (launch["block_size"]["a"], launch["block_size"]["b"]) == (64, 256)
+    assert (launch["shared_mem_dynamic"]["a"], launch["shared_mem_dynamic"]["b"]) == (64 * 4, 256 * 4)
+    table = run_cli([target, "--config", "threads=64", "--vs-config", "threads=256"], cache_dir)
+    assert table.returncode == 0, table.stderr
+    assert "Dynamic shared memory" in table.stdout
+
+
+def test_missing_expected_opcode_fails_with_one_line(cache_dir, example):
+    result = run_cli([f"{example}:SPEC_EXPECTING_HGMMA"], cache_dir)
+    assert result.returncode == 1
+    assert "HGMMA" in result.stdout                      # marked in the table
+    (line,) = result.stderr.strip().splitlines()
+    assert "expected opcodes missing" in line and "HGMMA" in line and "STS" not in line.split(":")[-1]
+
+
+def test_json_output_is_a_profile_file_show_reads(cache_dir, target, tmp_path):
+    path = tmp_path / "static.json"
+    path.write_text(run_cli([target, "--format", "json"], cache_dir).stdout)
+    env = dict(os.environ, KERNELSCOPE_CACHE_DIR=str(cache_dir))
+    shown = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(path), "--view", "static"],
+                           capture_output=True, text=True, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "Stack frame" in shown.stdout
+
+
+def test_consumer_blackwell_build(cache_dir, target, tmp_path):
+    result = run_cli([target, "--arch", "sm_120a", "--format", "json", "--save-sass", str(tmp_path)], cache_dir)
+    doc = json_of(result)
+    assert doc["kernels"][0]["profile"]["device"]["compute_capability"] == "12.0"
+    elf = subprocess.run([find_cuda_tool("cuobjdump"), "--dump-elf", str(next(tmp_path.glob("*.cubin")))],
+                         capture_output=True, text=True, check=True).stdout
+    assert "sm=120a" in elf
+    assert metrics_of(doc)["launch__barrier_count"] == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config", "tile=3"], "unknown config key tile"),
+    (["--config", "threads=100"], "threads=100 must be a multiple of 32"),
+    (["--shape", "K=4"], "unknown shape dimension K"),
+    (["--dtype", "bfloat16"], "supports dtype float32"),
+])
+def test_user_errors_are_one_line(cache_dir, target, args, message):
+    result = run_cli([target, *args], cache_dir)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("kernelscope: error:") and message in line
+
+
+def test_unknown_target_and_unclaimed_arch(cache_dir, example):
+    result = run_cli(["no_such_kernel"], cache_dir)
+    assert result.returncode == 2 and "unknown target" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_cli([f"{example}:SPEC_EXPECTING_HGMMA", "--arch", "sm_120a"], cache_dir)
+    assert result.returncode == 2 and "does not build for sm_120a" in result.stderr

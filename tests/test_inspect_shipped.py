@@ -1,0 +1,56 @@
+"""Every shipped kernel compiles, without a GPU, for every architecture it claims, and its
+SASS holds the opcodes its design declares (KernelSpec.expected_sass).
+
+Parametrised from the registry, so a kernel is covered as soon as it is registered.
+Each case runs `kernelscope inspect` in a fresh process with an empty compile cache,
+so the compile really happens (and the DSL's target is chosen before it is imported).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kernelscope.kernels import registry
+
+
+def _cases():
+    cases = []
+    for name in registry.names():
+        try:
+            archs = registry.resolve(name).archs
+        except Exception:  # a kernel that cannot even be loaded fails below, with the reason
+            archs = [None]
+        cases += [pytest.param(name, arch, id=f"{name}-{arch or 'unloadable'}") for arch in archs]
+    return cases
+
+
+@pytest.mark.parametrize("name, arch", _cases())
+def test_shipped_kernel_inspects(name, arch, tmp_path):
+    if arch is None:
+        registry.resolve(name)  # raises with the reason
+        pytest.fail(f"{name} names no architecture")
+    env = dict(os.environ, KERNELSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("CUTE_DSL_ARCH", None)
+    env.pop("CUTE_DSL_DUMP_DIR", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "inspect", name, "--arch", arch, "--format", "json"],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["inspect"]["from_cache"] is False
+    assert doc["inspect"]["expected_sass_missing"] == []
+    assert doc["kernels"], "the compile produced no kernel"
+    for kernel in doc["kernels"]:
+        profile = kernel["profile"]
+        metrics = {k: v["value"] for k, v in profile["metrics"].items()}
+        assert profile["kind"] == "static"
+        assert 0 < metrics["launch__registers_per_thread"] <= 255
+        assert metrics["static__sass_instructions"] > 0
+        assert sum(profile["instruction_mix"].values()) == metrics["static__sass_instructions"]
+    # Nothing written into the working directory by the DSL.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]

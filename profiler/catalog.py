@@ -7,6 +7,7 @@ more files. See catalog.toml for the entry format.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -86,7 +87,7 @@ def evaluate(definition: MetricDef, profile: KernelProfile) -> float | int | str
         resolve_braced=lambda name: _number(profile.value(name)),
         functions=_mix_functions(profile),
     )
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
         return None
     return value
 

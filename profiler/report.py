@@ -8,6 +8,7 @@ or from `ncu` on PATH, under `extras/python`).
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import shlex
@@ -244,8 +245,8 @@ def _profile_from_action(action: Any, source: str, index: int, session: Session)
         if metric is None:
             continue
         value = metric.value()
-        if value is None:
-            continue
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            continue  # NaN/inf carry no measurement: treat as not collected
         metrics[name] = Metric(value=value, unit=metric.unit() or "")
 
     def number(name: str) -> float | None:

@@ -23,7 +23,7 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None) -> 
         if head.lstrip().startswith(b"{"):
             return _load_json(path)
         if not head.startswith(REPORT_MAGIC):
-            raise UserError(f"{path}: neither an Nsight Compute report (.ncu-rep) nor a kernelscope JSON file")
+            raise UserError(f"{path}: not an Nsight Compute report (.ncu-rep) or kernelscope JSON file")
     return load_report(path, group_nvtx_prefix=group_nvtx_prefix)
 
 

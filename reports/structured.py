@@ -110,7 +110,7 @@ def diff_document(comparison: Comparison, extra: dict[str, Any] | None = None) -
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=False, default=_json_default) + "\n"
+    return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False, default=_json_default) + "\n"
 
 
 def _json_default(o: Any) -> Any:

@@ -1,0 +1,81 @@
+"""`kernelscope demo`: a diagnosis that needs no GPU, from what the project ships.
+
+It diffs recorded Nsight Compute reports (real H200 measurements kept under
+tests/fixtures) and inspects a shipped kernel compile-only, printing each step's
+command so the user can run it on their own reports and kernels.
+"""
+
+from __future__ import annotations
+
+import lzma
+import shutil
+from pathlib import Path
+
+import click
+
+from kernelscope.errors import UserError
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+RECORDED = PACKAGE_ROOT / "tests" / "fixtures"
+# (report, kernel A regex, kernel B regex, what it shows)
+DEMO_DIFFS = [
+    ("h200-cute-add-and-cublas-gemm.full.ncu-rep", "cutlass", "nvjet",
+     "a CuTe DSL elementwise kernel (A) beside the cuBLAS bf16 GEMM (B), H200, full section set"),
+]
+DEMO_INSPECT = ("gemm", "sm_90a")
+
+
+def recorded_report(name: str) -> Path:
+    """The decompressed copy of a shipped report, kept in the user cache directory."""
+    from kernelscope.profiler.compile_cache import cache_root
+
+    source = RECORDED / f"{name}.xz"
+    if not source.exists():
+        raise UserError(f"the recorded reports are not installed ({source} is missing); run from a source checkout (pip install -e .)")
+    target = cache_root() / "recorded" / name
+    if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".partial")
+        with lzma.open(source) as src, open(partial, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        partial.replace(target)
+    return target
+
+
+@click.command()
+@click.option("--skip-inspect", is_flag=True, help="Only the recorded-report part (no compile).")
+@click.pass_context
+def demo(ctx, skip_inspect):
+    """Show a real diagnosis without a GPU: recorded reports and compile-only analysis."""
+    from kernelscope.cli.report_commands import diff
+
+    console = _console()
+    step = 1
+    for name, regex_a, regex_b, what in DEMO_DIFFS:
+        report = recorded_report(name)
+        console.rule(f"[bold]{step}. Recorded report: {what}")
+        console.print(f"[dim]$ kernelscope diff {report}:{regex_a} {report}:{regex_b}[/dim]")
+        ctx.invoke(diff, a=f"{report}:{regex_a}", b=f"{report}:{regex_b}")
+        step += 1
+    if not skip_inspect:
+        target, arch = DEMO_INSPECT
+        console.rule(f"[bold]{step}. Compile-only analysis of the shipped `{target}` kernel for {arch} (no GPU needed)")
+        console.print(f"[dim]$ kernelscope inspect {target} --arch {arch}[/dim]")
+        from kernelscope.cli.inspect_command import inspect
+
+        ctx.invoke(inspect, target=target, arch=arch)
+        step += 1
+    console.rule(f"[bold]{step}. On a machine with a Hopper GPU and ncu")
+    console.print("  kernelscope run gemm --vs cublas          # correctness, then timing against cuBLAS")
+    console.print("  kernelscope profile gemm --vs cublas      # both under Nsight Compute, then this diff")
+    console.print("  kernelscope diff mine.ncu-rep:REGEX theirs.ncu-rep:REGEX   # any two reports")
+
+
+def _console():
+    from kernelscope.reports.terminal import make_console
+
+    return make_console()
+
+
+def register(group: click.Group) -> None:
+    group.add_command(demo)

@@ -35,6 +35,7 @@ _COMMAND_MODULES = (
     "run_commands",      # run, profile, sweep
     "inspect_command",   # inspect (compile-only)
     "demo_command",      # demo (recorded reports + compile-only, no GPU)
+    "gate_commands",     # baseline save, gate
 )
 
 

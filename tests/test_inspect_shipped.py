@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from kernelscope.kernels import registry
+from kernelscope.profiler.static import find_cuda_tool
 
 
 def _cases():
@@ -38,19 +40,31 @@ def test_shipped_kernel_inspects(name, arch, tmp_path):
     env.pop("CUTE_DSL_ARCH", None)
     env.pop("CUTE_DSL_DUMP_DIR", None)
     result = subprocess.run(
-        [sys.executable, "-m", "kernelscope", "inspect", name, "--arch", arch, "--format", "json"],
+        [sys.executable, "-m", "kernelscope", "inspect", name, "--arch", arch, "--format", "json",
+         "--save-sass", str(tmp_path / "sass")],
         capture_output=True, text=True, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["inspect"]["from_cache"] is False
     assert doc["inspect"]["expected_sass_missing"] == []
     assert doc["kernels"], "the compile produced no kernel"
+    # cuobjdump on the cubin inspect saved, read here independently of kernelscope.
+    (cubin,) = (tmp_path / "sass").glob("*.cubin")
+    usage = subprocess.run([find_cuda_tool("cuobjdump"), "--dump-resource-usage", str(cubin)],
+                           capture_output=True, text=True, check=True).stdout
+    reference = {
+        fn: dict((k, int(v)) for k, v in re.findall(r"(REG|SHARED|STACK):(\d+)", fields))
+        for fn, fields in re.findall(r"Function (\S+?):\s*\n\s*(REG:[^\n]*)", usage)
+    }
+    assert {k["profile"]["name"] for k in doc["kernels"]} == set(reference)
     for kernel in doc["kernels"]:
         profile = kernel["profile"]
         metrics = {k: v["value"] for k, v in profile["metrics"].items()}
         assert profile["kind"] == "static"
-        assert 0 < metrics["launch__registers_per_thread"] <= 255
+        assert metrics["launch__registers_per_thread"] == reference[profile["name"]]["REG"]
+        assert metrics["launch__shared_mem_per_block_static"] == reference[profile["name"]]["SHARED"]
+        assert metrics["static__stack_frame_bytes"] == reference[profile["name"]]["STACK"]
         assert metrics["static__sass_instructions"] > 0
         assert sum(profile["instruction_mix"].values()) == metrics["static__sass_instructions"]
     # Nothing written into the working directory by the DSL.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "sass"]

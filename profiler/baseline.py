@@ -531,6 +531,10 @@ def save_baseline(doc: Mapping[str, Any], path: str | os.PathLike, *, force: boo
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
+        # mkstemp makes the file private; a baseline is as readable as any file the user writes.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException as e:
         if os.path.exists(tmp):

@@ -563,10 +563,13 @@ def _describe(case: Mapping[str, Any]) -> str:
     for key in ("arch", "dtype"):
         if case.get(key):
             parts.append(str(case[key]))
+    def fmt(v):
+        return "x".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
     for key in ("shape", "config"):
         d = case.get(key) or {}
         if d:
-            parts.append(",".join(f"{k}={v}" for k, v in d.items()))
+            parts.append(",".join(f"{k}={fmt(v)}" for k, v in d.items()))
     return " ".join(parts)
 
 

@@ -1,0 +1,213 @@
+"""`kernelscope baseline save` and `kernelscope gate`: a pull-request gate on kernel performance.
+
+Exit codes of `gate`: 0 pass (improvements included), 1 regression, 2 usage or input
+error, 3 inconclusive (a different environment, a metric missing on one side, too noisy
+to tell, or a suite that cannot be measured here); --accept-inconclusive turns 3 into 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from kernelscope.errors import UserError
+
+DEFAULT_GPU_SUITE = "suites/gpu.toml"
+DEFAULT_STATIC_SUITE = "suites/static.toml"
+
+
+def _find_suite(path: str) -> str:
+    """A suite path as given, else relative to the kernelscope source tree (editable installs)."""
+    if os.path.isfile(path):
+        return path
+    import kernelscope
+
+    candidate = Path(kernelscope.__file__).resolve().parent / path
+    if not os.path.isabs(path) and candidate.is_file():
+        return str(candidate)
+    raise UserError(f"{path}: no such suite file")
+
+
+def _progress(quiet: bool):
+    if quiet:
+        return None
+    return lambda case_id: click.echo(f"kernelscope: measuring {case_id}", err=True)
+
+
+def _parse_rule(pattern: str, spec: str):
+    from kernelscope.profiler.gate import MetricRule
+
+    fields: dict = {"match": pattern}
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item == "ignore":
+            fields["ignore"] = True
+            continue
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise UserError(f"--rule {pattern} {spec}: expected KEY=VALUE items (rel, abs, min_effect, alpha, "
+                            "better, min_samples) or `ignore`")
+        key = key.strip()
+        raw = raw.strip()
+        if key == "better":
+            fields[key] = raw
+        elif key == "min_samples":
+            try:
+                fields[key] = int(raw)
+            except ValueError:
+                raise UserError(f"--rule {pattern}: min_samples must be an integer") from None
+        else:
+            try:
+                fields[key] = float(raw.rstrip("%")) / (100.0 if raw.endswith("%") else 1.0)
+            except ValueError:
+                raise UserError(f"--rule {pattern}: {key} must be a number, not {raw!r}") from None
+    return MetricRule.from_dict(fields, f"--rule {pattern}")
+
+
+def _write(path: str, text: str, what: str, append: bool = False) -> None:
+    try:
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "a" if append else "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise UserError(f"cannot write the {what} to {path}: {e.strerror or e}") from None
+
+
+# ----------------------------------------------------------------------------- baseline save
+
+@click.group()
+def baseline():
+    """Save the measurements the gate compares against."""
+
+
+@baseline.command("save")
+@click.option("--suite", "suite_path", default=None, metavar="FILE",
+              help=f"Suite to run (default: {DEFAULT_GPU_SUITE}, or {DEFAULT_STATIC_SUITE} with --static-only).")
+@click.option("--report", "report_path", default=None, metavar="FILE.ncu-rep",
+              help="Take the counters of every kernel in this Nsight Compute report instead of running a suite.")
+@click.option("-o", "--output", required=True, metavar="FILE.json", help="Where to write the baseline.")
+@click.option("--force", is_flag=True, help="Replace an existing baseline file.")
+@click.option("--static-only", is_flag=True, help="Compile-only: no GPU, no timings (static facts per kernel).")
+@click.option("--keep-reports", default=None, metavar="DIR", help="Keep the ncu reports of cases that ask for a profile.")
+@click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds a case.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def baseline_save(suite_path, report_path, output, force, static_only, keep_reports, no_cache, quiet):
+    """Run the suite and write a baseline: per case the timing samples, the ncu counters (when
+    the suite asks), the compile-only facts and the environment. Written atomically; an
+    existing file is replaced only with --force."""
+    from kernelscope.profiler import baseline as bl
+
+    if os.path.exists(output) and not force:
+        raise UserError(f"{output} exists: pass --force to replace it")
+    if report_path and suite_path:
+        raise UserError("give --suite or --report, not both")
+    if report_path:
+        doc = bl.document_from_report(report_path)
+    else:
+        suite = bl.load_suite(_find_suite(suite_path or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)))
+        doc = bl.run_suite(suite, static_only=static_only, use_cache=not no_cache, keep_reports=keep_reports,
+                           progress=_progress(quiet))
+    path = bl.save_baseline(doc, output, force=force)
+    gpu = (doc["environment"].get("gpu") or {}).get("name")
+    click.echo(f"kernelscope: wrote {doc['kind']} baseline of {len(doc['cases'])} cases to {path}"
+               + (f" ({gpu})" if gpu else ""), err=True)
+    wrong = [c["id"] for c in doc["cases"] if (c.get("correctness") or {}).get("ok") is False]
+    if wrong:
+        click.echo(f"kernelscope: warning: wrong output in {', '.join(wrong)}: the gate fails these until fixed",
+                   err=True)
+
+
+# ----------------------------------------------------------------------------- gate
+
+@click.command("gate")
+@click.option("--baseline", "baseline_path", required=True, metavar="FILE.json", help="The baseline to compare with.")
+@click.option("--suite", "suite_path", default=None, metavar="FILE",
+              help="Suite to run now (default: the suite the baseline was saved from).")
+@click.option("--report", "report_path", default=None, metavar="FILE.ncu-rep",
+              help="Judge the kernels of this report (counters only) instead of running a suite.")
+@click.option("--static-only", is_flag=True,
+              help="Compile-only run; only the static facts are judged (automatic for a static baseline).")
+@click.option("--accept-inconclusive", is_flag=True, help="Exit 0 instead of 3 when the result is inconclusive.")
+@click.option("--min-effect", type=float, default=None, metavar="FRACTION",
+              help="Smallest relative change of a median timing that counts (default 0.03).")
+@click.option("--alpha", type=float, default=None, help="Level of the rank test for timings (default 0.01).")
+@click.option("--rule", "rules", nargs=2, multiple=True, metavar="PATTERN SPEC",
+              help="Per-metric rule, e.g. --rule 'counters:dram__*' rel=0.1 or --rule 'static:sass.NOP' ignore.")
+@click.option("--markdown", "markdown_path", default=None, metavar="FILE", help="Write a markdown summary.")
+@click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML (one testcase per case).")
+@click.option("--json", "json_path", default=None, metavar="FILE", help="Write the verdicts as JSON (schema kernelscope.gate).")
+@click.option("--save-run", default=None, metavar="FILE.json", help="Also write this run as a baseline document.")
+@click.option("--verbose", is_flag=True, help="List every metric, not only timings and changes.")
+@click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds a case.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def gate(baseline_path, suite_path, report_path, static_only, accept_inconclusive, min_effect, alpha, rules,
+         markdown_path, junit_path, json_path, save_run, verbose, no_cache, quiet):
+    """Compare a fresh run of the suite (or an ncu report) with a baseline and give each case and
+    metric PASS, REGRESSION, IMPROVEMENT or INCONCLUSIVE.
+
+    \b
+    Exit status: 0 pass (improvements never fail), 1 regression, 2 usage or input error,
+    3 inconclusive (different GPU, clocks, driver, ncu or toolchain; a metric missing on one
+    side; too noisy to tell): --accept-inconclusive makes that 0.
+    """
+    from kernelscope.profiler import baseline as bl
+    from kernelscope.profiler import gate as gt
+    from kernelscope.reports import gate_output as out
+
+    if suite_path and report_path:
+        raise UserError("give --suite or --report, not both")
+    base = bl.load_baseline(baseline_path)
+    suite = None
+    if report_path:
+        current = bl.align_report_to_baseline(bl.document_from_report(report_path), base)
+        if not current["cases"]:
+            raise UserError(f"{report_path}: no kernel of the report matches a case of {baseline_path}")
+        mode, families, source = "report", [gt.COUNTERS], report_path
+    else:
+        recorded = (base.get("suite") or {}).get("path")
+        chosen = suite_path or recorded or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)
+        suite = bl.load_suite(_find_suite(chosen))
+        static_only = static_only or base.get("kind") == "static" or suite.static_only
+        current = bl.run_suite(suite, static_only=static_only, use_cache=not no_cache, progress=_progress(quiet))
+        mode, source = "suite", suite.path
+        families = [gt.STATIC] if static_only else None
+    if save_run:
+        bl.save_baseline(current, save_run, force=True)
+
+    extra = list(suite.rules) if suite is not None else []
+    if min_effect is not None:
+        extra.append(gt.MetricRule("timing:*", min_effect=min_effect))
+    if alpha is not None:
+        if not 0 < alpha < 1:
+            raise UserError("--alpha must lie between 0 and 1")
+        extra.append(gt.MetricRule("timing:*", alpha=alpha))
+    extra += [_parse_rule(p, s) for p, s in rules]
+    policy = gt.Policy(accept_inconclusive=accept_inconclusive).with_rules(extra)
+    result = gt.gate(base, current, policy, mode=mode, families=families)
+
+    out.print_gate(result, verbose=verbose)
+    if markdown_path:
+        _write(markdown_path, out.gate_markdown(result, verbose=verbose), "markdown summary")
+    if out.under_github_actions():
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary and summary != markdown_path:
+            _write(summary, out.gate_markdown(result, verbose=verbose) + "\n", "step summary", append=True)
+        for line in out.github_annotations(result, file=suite.path if suite is not None else None):
+            click.echo(line)
+    if junit_path:
+        _write(junit_path, out.gate_junit(result), "JUnit XML")
+    if json_path:
+        _write(json_path, out.dumps(out.gate_document(result, baseline_path=baseline_path, source=source)),
+               "JSON verdicts")
+    sys.exit(result.exit_code)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(baseline)
+    group.add_command(gate)

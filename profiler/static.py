@@ -413,6 +413,19 @@ def record_dsl_compiles() -> Iterator[dict[str, list]]:
         KernelLauncher.launch = original_launch
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def compile_error_summary(error: BaseException) -> str:
+    """The DSL's multi-line, coloured diagnostic as one line: what, and where in the source."""
+    lines = [l.strip() for l in _ANSI_ESCAPE.sub("", str(error)).splitlines() if l.strip()]
+    if not lines:
+        return type(error).__name__
+    what = lines[0].removeprefix("error:").strip()
+    where = next((l[3:].strip() for l in lines if l.startswith("-->")), None)
+    return f"{what} (at {where})" if where else what
+
+
 def _as_bytes(blob) -> bytes | None:
     if blob is None:
         return None
@@ -448,9 +461,8 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
             raise UserError(message if message.startswith(spec.name) else f"{spec.name}: {message}")
         except UserError:
             raise
-        except Exception as e:  # the DSL's own diagnostics are long; the first line says it
-            first = str(e).strip().splitlines()
-            raise UserError(f"{spec.name}: compile failed for {arch}: {first[0] if first else type(e).__name__}")
+        except Exception as e:
+            raise UserError(f"{spec.name}: compile failed for {arch}: {compile_error_summary(e)}")
 
     cubin = _as_bytes(getattr(compiled, "cubin", None))
     jit_functions = seen["compiled"]

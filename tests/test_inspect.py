@@ -194,3 +194,16 @@ def test_unknown_target_and_unclaimed_arch(cache_dir, example):
     assert "Traceback" not in result.stderr
     result = run_cli([f"{example}:SPEC_EXPECTING_HGMMA", "--arch", "sm_120a"], cache_dir)
     assert result.returncode == 2 and "does not build for sm_120a" in result.stderr
+
+
+def test_kernel_compile_error_is_one_line_with_its_source_location(cache_dir, tmp_path):
+    source = EXAMPLE_SOURCE.read_text()
+    broken = source.replace("gY[i] = stage[threads - 1 - tidx]", "gY[i] = stage[threads - 1 - tidx] + no_such_name")
+    assert broken != source
+    path = tmp_path / "broken_kernel.py"
+    path.write_text(broken)
+    result = run_cli([f"{path}:SPEC"], cache_dir)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "compile failed for sm_90a" in line and "no_such_name" in line
+    assert f"{path}:" in line and "\x1b[" not in line

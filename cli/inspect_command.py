@@ -11,8 +11,8 @@ import click
 from kernelscope.errors import UserError
 
 FORMATS = ("table", "json")
-# Views that a compile can fill; the others need a run.
-STATIC_VIEWS = ["launch", "static"]
+# Views that a compile can fill (in part); throughput, memory and stalls need a run.
+STATIC_VIEWS = ["launch", "static", "instructions"]
 EXIT_EXPECTED_SASS_MISSING = 1
 
 
@@ -88,7 +88,7 @@ def _print_inspection(console, inspection, catalog) -> None:
             table.add_column("Metric")
             table.add_column("Value", justify="right")
             table.add_column("id", style="dim")
-            # Occupancy and waves need a device and a run: leave them out rather than print n/a.
+            # Occupancy, waves and executed counts need a run: leave them out rather than print n/a.
             shown = [r for r in rs if r.collected]
             for r in shown:
                 table.add_row(r.definition.label, format_value(r.value, r.definition.unit), r.definition.id)
@@ -184,7 +184,7 @@ def inspect(target, configs, vs_configs, shapes, dtype, arch, sass_dir, fmt, no_
         if len(first.profiles) != len(second.profiles):
             click.echo(f"note: A compiled to {len(first.profiles)} kernels, B to {len(second.profiles)}; "
                        f"comparing the first {len(pairs)} by position", err=True)
-        comparisons = [compare(a, b, catalog, STATIC_VIEWS + ["instructions"]) for a, b in pairs]
+        comparisons = [compare(a, b, catalog, STATIC_VIEWS) for a, b in pairs]
         if fmt == "json":
             docs = [structured.diff_document(c) for c in comparisons]
             doc = {"schema": "kernelscope.inspect-diff", "schema_version": 1,

@@ -111,7 +111,7 @@ class CompileCache:
             tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
             (tmp / "kernel.cubin").write_bytes(cubin)
             meta = dict(meta, format=ENTRY_FORMAT, created=time.time())
-            (tmp / "entry.json").write_text(json.dumps(meta, indent=1, sort_keys=True, default=repr))
+            (tmp / "entry.json").write_text(json.dumps(meta, indent=1, default=repr))
             if final.exists():
                 shutil.rmtree(final, ignore_errors=True)
             os.replace(tmp, final)

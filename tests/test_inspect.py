@@ -207,3 +207,9 @@ def test_kernel_compile_error_is_one_line_with_its_source_location(cache_dir, tm
     (line,) = result.stderr.strip().splitlines()
     assert "compile failed for sm_90a" in line and "no_such_name" in line
     assert f"{path}:" in line and "\x1b[" not in line
+
+
+def test_cached_result_reads_like_a_fresh_one(first_and_cached):
+    first, second, *_ = first_and_cached
+    assert second["source"] == first["source"]
+    assert list(second["inspect"]["config"]) == list(first["inspect"]["config"])

@@ -150,6 +150,8 @@ def inspect(target, configs, vs_configs, shapes, dtype, arch, sass_dir, fmt, no_
     TARGET is a registered kernel name or path/to/file.py:NAME. Exit status 1 when an
     opcode the kernel declares (KernelSpec.expected_sass) is missing from its SASS.
     The JSON output (--format json) is a profile file that `show` and `diff` read.
+    Compiles are cached under $KERNELSCOPE_CACHE_DIR (default: $XDG_CACHE_HOME/kernelscope
+    or ~/.cache/kernelscope).
     """
     from kernelscope.profiler.catalog import load_catalog
     from kernelscope.profiler.compare import compare, readings

@@ -5,7 +5,10 @@ The grid is (cluster_m, cluster_n, P): a cluster of cluster_m x cluster_n CTAs i
 resident and stride through the work list. Work index w -> cluster tile (cm, cn) follows a raster
 order (along M or along N) with grouping: the minor dimension is cut into panels of `group`
 cluster tiles, and inside a panel the index walks across the panel first, so consecutive clusters
-(which run at the same time) reuse the same few A and B tiles from L2.
+(which run at the same time) reuse the same few A and B tiles from L2. The "morton" order cuts the
+grid into `group` x `group` blocks (bands of `group` rows, blocks walked along N) and walks each
+full block along a Z-order curve, so that any 4^j consecutive work items form a square of tiles;
+partial blocks at the bottom and right edges are walked column by column.
 
 Everything here runs at trace time inside a @cute.jit / @cute.kernel function; runtime quantities
 (tile counts derived from the problem shape) are DSL integers, the policy (cluster shape, raster,
@@ -20,7 +23,7 @@ import cutlass
 from cutlass.cutlass_dsl import extract_mlir_values, new_from_mlir_values
 
 
-RASTER_ORDERS = ("m", "n")
+RASTER_ORDERS = ("m", "n", "morton")
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,9 @@ class SchedulePolicy:
     """Static part of a schedule: cluster shape, raster direction and swizzle group size."""
 
     cluster_mn: tuple[int, int] = (1, 1)
-    raster: str = "m"        # "m": consecutive work moves along M (B tile reused); "n": along N
-    group: int = 8           # panel width in cluster tiles along the minor dimension
+    raster: str = "m"        # "m": consecutive work moves along M (B tile reused); "n": along N;
+                             # "morton": Z-order inside group x group blocks
+    group: int = 8           # panel width in cluster tiles along the minor dimension (morton: block side)
 
     def validate(self) -> str | None:
         """None when the policy is usable, otherwise the reason it is not."""
@@ -37,6 +41,8 @@ class SchedulePolicy:
             return f"raster must be one of {RASTER_ORDERS}, got {self.raster!r}"
         if not isinstance(self.group, int) or self.group < 1:
             return f"swizzle group size must be a positive integer, got {self.group!r}"
+        if self.raster == "morton" and (self.group & (self.group - 1) or self.group > 16):
+            return f"morton order needs a power-of-two block side of at most 16, got {self.group}"
         cm, cn = self.cluster_mn
         if cm < 1 or cn < 1 or cm * cn > 4 or (cm & (cm - 1)) or (cn & (cn - 1)):
             return f"cluster {self.cluster_mn} is not supported (powers of two, at most 4 CTAs)"
@@ -79,6 +85,8 @@ class TileScheduler:
 
     def cluster_tile(self, work):
         """Work index -> (cluster tile along M, cluster tile along N)."""
+        if self.policy.raster == "morton":
+            return self._morton_tile(work)
         if self.policy.raster == "m":
             major_extent, minor_extent = self.clusters_m, self.clusters_n
         else:
@@ -100,3 +108,28 @@ class TileScheduler:
         cm, cn = self.policy.cluster_mn
         cl_m, cl_n = self.cluster_tile(work)
         return cl_m * cm + cta_in_cluster_m, cl_n * cn + cta_in_cluster_n
+
+    def _morton_tile(self, work):
+        g = self.policy.group
+        band = work // (g * self.clusters_n)
+        within = work - band * (g * self.clusters_n)
+        height = cutlass.min(self.clusters_m - band * g, g)
+        block = within // (height * g)
+        inside = within - block * (height * g)
+        width = cutlass.min(self.clusters_n - block * g, g)
+        # Z-order: even bits of `inside` give the column, odd bits the row.
+        z_m, z_n = 0, 0
+        for bit in range(g.bit_length() - 1):
+            z_n = z_n + (((inside >> (2 * bit)) & 1) << bit)
+            z_m = z_m + (((inside >> (2 * bit + 1)) & 1) << bit)
+        full = (height == g) & (width == g)
+        dm = _select(full, z_m, inside % height)
+        dn = _select(full, z_n, inside // height)
+        return band * g + dm, block * g + dn
+
+
+def _select(cond, if_true, if_false):
+    """`if_true if cond else if_false` for Python integers (host checks) and DSL values alike."""
+    if isinstance(cond, bool):
+        return if_true if cond else if_false
+    return cutlass.Int32(cutlass.select_(cond, if_true, if_false))

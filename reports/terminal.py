@@ -111,9 +111,11 @@ def print_summary(console: Console, rows: list[tuple[KernelProfile, list[MetricR
 
 def print_top_opcodes(console: Console, profile: KernelProfile, top: int = 12) -> None:
     total = sum(profile.instruction_mix.values()) or 1.0
-    table = Table(title="Instruction mix (top opcodes)", title_justify="left", show_edge=False, pad_edge=False)
+    static = profile.session.tool == "static"
+    title = "SASS opcodes in the binary (static counts)" if static else "Instruction mix (top opcodes)"
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("Opcode")
-    table.add_column("Executed", justify="right")
+    table.add_column("In binary" if static else "Executed", justify="right")
     table.add_column("Share", justify="right")
     for op, count in sorted(profile.instruction_mix.items(), key=lambda kv: kv[1], reverse=True)[:top]:
         table.add_row(op, format_value(count, "inst"), format_share(count / total))
@@ -166,7 +168,9 @@ def print_opcode_table(comparison: Comparison, console: Console) -> None:
     if not comparison.opcodes:
         console.print(Text("Instruction mix: not collected in either report (needs SourceCounters or InstructionStats)", style="yellow"))
         return
-    table = Table(title="Instruction mix: opcodes that differ most (share of all executed instructions)", title_justify="left", show_edge=False, pad_edge=False)
+    static = {comparison.a.session.tool, comparison.b.session.tool} == {"static"}
+    counted = "instructions in the binary" if static else "executed instructions"
+    table = Table(title=f"Instruction mix: opcodes that differ most (share of all {counted})", title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("Opcode")
     table.add_column("A count", justify="right")
     table.add_column("A share", justify="right")

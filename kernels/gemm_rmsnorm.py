@@ -1,0 +1,673 @@
+"""Fused RMSNorm -> GEMM for Hopper in CuTe DSL: Y = rmsnorm(X; g, eps) @ W in one kernel.
+
+    Y[m, :] = rsqrt(mean_k X[m, k]^2 + eps) * (X[m, :] @ (diag(g) W))
+
+X (M x K, row-major) and W (K x N, row-major, or N x K as an nn.Linear weight) are bf16 or fp16;
+Y (M x N, row-major) has X's dtype; all arithmetic on the way is fp32.
+
+The gain g is folded into W ahead of the call (`fold_gain`: W' = g[:, None] * W, once per weight,
+as a weight is prepared for inference). Why not apply g to A in registers: that costs a load of g
+and one multiply per A element in every k-tile of every output tile (N / tile_n times per row of
+X), on the same consumer warps that feed the tensor cores, and a re-rounding of A to 16 bits;
+folded, the per-call work is the GEMM plus one multiply per output element.
+
+Structure (shares kernels/sm90_pipeline.py, kernels/tile_scheduler.py, kernels/sm90_epilogue.py
+with the `gemm` kernel):
+- CTA = 1 producer warpgroup + 2 consumer warpgroups; tile 128 x tile_n x 64. Warp 0 walks the
+  persistent tile schedule and fills a ring of X and W' tiles with TMA (W' multicast along the
+  cluster's M dimension, X along its N dimension).
+- Each consumer warpgroup owns 64 rows. Per k-tile it copies its X slice from shared memory into
+  registers with ldmatrix, in the register layout of WGMMA's A operand, and issues WGMMAs that
+  take A from those registers and W' from shared memory. The same registers are squared and
+  summed in fp32: in that layout a thread holds two rows (r and r + 8 of its warp's 16), and
+  the four lanes of a quad together hold all 16 columns of a k-block, so after the main loop two
+  butterfly shuffles (lane ^ 1, lane ^ 2) give every lane the full sum of squares of its two rows.
+  A row never spans warps (each warp owns 16 rows of the tile and sees every k), so no
+  cross-warp step is needed. X is read from memory once per output tile, exactly as by a GEMM.
+- Two register buffers for A alternate between k-tiles, so the ldmatrix of tile k + 1 overlaps the
+  WGMMAs of tile k (one WGMMA group in flight, as in `gemm`).
+- Epilogue: rsqrt(sum / K + eps) in fp32 scales the accumulators of each row (the accumulator
+  layout puts a thread's values in the same two rows as its A fragment; checked at trace time),
+  then the shared TMA-store epilogue writes the tile.
+"""
+
+# No `from __future__ import annotations`: the DSL evaluates kernel annotations at compile time.
+import functools
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec, disassemble_cubin
+
+SMEM_CAPACITY = 232448      # bytes of shared memory a block may use on sm_90
+SMEM_RESERVED = 1024        # barrier words and alignment slack beside the rings
+DTYPES = ("bfloat16", "float16")
+W_MAJORS = ("n", "k")       # W as K x N row-major ("n") or as an N x K weight ("k")
+TILE_M = 128                # two consumer warpgroups of 64 rows
+TILE_K = 64                 # one 128-byte swizzle row of 16-bit data
+DEFAULT_EPS = 1e-6
+H100_SMS = 132
+
+
+@dataclass(frozen=True)
+class FusedConfig:
+    tile_n: int = 256
+    stages: int | None = None           # None: as many as shared memory holds (at most 8)
+    cluster: tuple[int, int] = (2, 1)   # CTAs per cluster along (M, N)
+    raster: str = "m"
+    swizzle: int = 8                    # tile-scheduler group size, in cluster tiles
+    epi_n: int = 32                     # epilogue subtile width
+    epi_stages: int = 4
+    a_buffers: int = 2                  # register buffers for the A operand (1: no overlap)
+
+    @classmethod
+    def from_mapping(cls, cfg) -> "FusedConfig":
+        cfg = dict(cfg or {})
+        unknown = sorted(set(cfg) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigRejected(f"unknown gemm_rmsnorm config keys {unknown}; known: "
+                                 f"{sorted(cls.__dataclass_fields__)}")
+        if cfg.get("cluster") is not None:
+            c = cfg["cluster"]
+            if isinstance(c, str):
+                c = c.lower().replace("x", ",").split(",")
+            cfg["cluster"] = tuple(int(v) for v in c)
+        return cls(**cfg)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cluster"] = list(self.cluster)
+        return d
+
+
+def ring_stages(cfg: FusedConfig) -> int:
+    """Depth of the X/W' ring; raises ConfigRejected when the config cannot work."""
+    from kernelscope.kernels.tile_scheduler import SchedulePolicy
+
+    if cfg.tile_n not in (64, 128, 192, 256):
+        raise ConfigRejected(f"tile_n must be 64, 128, 192 or 256, got {cfg.tile_n}")
+    if cfg.epi_n not in (16, 32, 64) or cfg.tile_n % cfg.epi_n:
+        raise ConfigRejected(f"epi_n must be 16, 32 or 64 and divide tile_n={cfg.tile_n}, got {cfg.epi_n}")
+    if cfg.epi_stages < 1 or (cfg.tile_n // cfg.epi_n) % cfg.epi_stages:
+        raise ConfigRejected(f"epi_stages={cfg.epi_stages} must divide the "
+                             f"{cfg.tile_n // cfg.epi_n} epilogue subtiles of a tile")
+    if cfg.a_buffers not in (1, 2):
+        raise ConfigRejected(f"a_buffers must be 1 or 2, got {cfg.a_buffers}")
+    why = SchedulePolicy(tuple(cfg.cluster), cfg.raster, cfg.swizzle).validate()
+    if why:
+        raise ConfigRejected(why)
+    stage_bytes = (TILE_M + cfg.tile_n) * TILE_K * 2
+    epi_bytes = TILE_M * cfg.epi_n * 2 * cfg.epi_stages
+    fit = (SMEM_CAPACITY - SMEM_RESERVED - epi_bytes) // stage_bytes
+    stages = cfg.stages if cfg.stages is not None else min(fit, 8)
+    if stages < 2 or stages > fit:
+        raise ConfigRejected(
+            f"{stages} stages of {TILE_M}x{cfg.tile_n}x{TILE_K} with a {epi_bytes}-byte epilogue "
+            f"buffer do not fit {SMEM_CAPACITY} bytes of shared memory (2 to {fit} stages fit)")
+    return stages
+
+
+def check_shape(shape, dtype: str):
+    try:
+        M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigRejected(f"gemm_rmsnorm shape needs integer M, N, K, got {dict(shape)}") from None
+    if min(M, N, K) < 1:
+        raise ConfigRejected(f"gemm_rmsnorm shape must be positive, got M={M} N={N} K={K}")
+    if dtype not in DTYPES:
+        raise ConfigRejected(f"gemm_rmsnorm input dtype must be one of {DTYPES}, got {dtype}")
+    if K % 8 or N % 8:
+        raise ConfigRejected(f"TMA needs 16-byte aligned rows: K={K} and N={N} must be multiples of 8")
+    return M, N, K
+
+
+def fold_gain(gamma, w):
+    """W' = diag(gamma) @ W in fp32, rounded once to W's dtype; keeps W's layout
+    ((K, N) row-major, or the (K, N) view of an (N, K) weight)."""
+    folded = gamma.float().unsqueeze(1) * w.float()
+    if w.stride(1) == 1:
+        return folded.to(w.dtype).contiguous()
+    return folded.t().contiguous().to(w.dtype).t()      # the (K, N) view of an (N, K) tensor
+
+
+def _cutlass_dtype(name: str):
+    import cutlass
+    return {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[name]
+
+
+def row_halves(tv_layout, threads: int, values: int, tile_m: int):
+    """For a WGMMA register fragment (A or C) given by its (thread, value) -> flat-index layout
+    over a tile with `tile_m` rows: half[v] in {0, 1}, the row of value v relative to the
+    thread's first row being 0 or 8. Raises if the fragment does not have that shape (two rows
+    per thread, the same value -> row map for every thread, quads of lanes sharing rows)."""
+    half = None
+    for t in range(threads):
+        rows = [tv_layout((t, v)) % tile_m for v in range(values)]
+        base = min(rows)
+        h = [r - base for r in rows]
+        if set(h) != {0, 8}:
+            raise AssertionError(f"thread {t} holds rows {sorted(set(rows))}, expected r and r + 8")
+        h = [x // 8 for x in h]
+        if half is None:
+            half = h
+        elif h != half:
+            raise AssertionError(f"thread {t} maps values to rows differently from thread 0")
+        quad_base = min(tv_layout((t & ~3, v)) % tile_m for v in range(values))
+        if quad_base != base:
+            raise AssertionError(f"thread {t} does not share its rows with its quad")
+    return tuple(half)
+
+
+def row_maps(tiled_mma, threads: int, tile_m: int):
+    """(A half map, accumulator half map) of a register-A tiled MMA, after checking that every
+    thread's A values and accumulators lie in the same two rows (plain Python: the layouts are
+    static, so this runs at trace time and a violation stops the compile)."""
+    import cutlass.cute as cute
+
+    tv_a, tv_c = tiled_mma.tv_layout_A_tiled, tiled_mma.tv_layout_C_tiled
+    a_values, c_values = cute.size(tv_a, mode=[1]), cute.size(tv_c, mode=[1])
+    a_half = row_halves(tv_a, threads, a_values, tile_m)
+    c_half = row_halves(tv_c, threads, c_values, tile_m)
+    for t in range(threads):
+        a_rows = {tv_a((t, v)) % tile_m for v in range(a_values)}
+        c_rows = {tv_c((t, v)) % tile_m for v in range(c_values)}
+        if a_rows != c_rows:
+            raise AssertionError(f"thread {t}: A rows {sorted(a_rows)} != accumulator rows {sorted(c_rows)}")
+    return a_half, c_half
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_class():
+    import cutlass
+    import cutlass.cute as cute
+    import cutlass.utils.hopper_helpers as sm90_utils
+    from cutlass.cute.nvgpu import warpgroup
+    from cutlass.memory import SmemAllocator
+    from cutlass.tensor_utils import LayoutEnum
+
+    from kernelscope.kernels.sm90_epilogue import TmaStoreEpilogue
+    from kernelscope.kernels.sm90_pipeline import TmaRing
+    from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
+
+    class FusedRmsNormGemm:
+        PRODUCER_REGS = 40
+        CONSUMER_REGS = 232
+        CONSUMER_WGS = 2
+
+        def __init__(self, cfg: FusedConfig, dtype: str):
+            self.cfg = cfg
+            self.stages = ring_stages(cfg)
+            self.dtype = _cutlass_dtype(dtype)
+            self.tile_mnk = (TILE_M, cfg.tile_n, TILE_K)
+            self.cluster_mn = tuple(cfg.cluster)
+            self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
+            self.threads = 128 * (1 + self.CONSUMER_WGS)
+            self.consumer_threads = 128 * self.CONSUMER_WGS
+            self.epilogue = TmaStoreEpilogue(self.dtype, (TILE_M, cfg.tile_n), cfg.epi_n, cfg.epi_stages,
+                                             consumer_threads=self.consumer_threads, store_warp=4)
+
+        @cute.jit
+        def __call__(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Float32,
+                     max_clusters: cutlass.Int32, stream):
+            w_layout = LayoutEnum.from_tensor(mW)
+            x_layout = LayoutEnum.from_tensor(mX)
+            tiled_mma = sm90_utils.make_trivial_tiled_mma(
+                self.dtype, self.dtype, x_layout.sm90_mma_major_mode(), w_layout.sm90_mma_major_mode(),
+                cutlass.Float32, (self.CONSUMER_WGS, 1, 1), tiler_mn=(64, self.tile_mnk[1]),
+                a_source=warpgroup.OperandSource.RMEM)
+            # Which of its two rows each register holds, for the A operand and the accumulators;
+            # the row scaling in the epilogue relies on both maps (checked here, at trace time).
+            self.a_half, self.c_half = row_maps(tiled_mma, self.consumer_threads, TILE_M)
+
+            sX_layout = sm90_utils.make_smem_layout_a(x_layout, self.tile_mnk, self.dtype, self.stages)
+            sW_layout = sm90_utils.make_smem_layout_b(w_layout, self.tile_mnk, self.dtype, self.stages)
+            sY_layout = self.epilogue.make_smem_layout()
+            cm, cn = self.cluster_mn
+            tma_x, tX = self._tma_load(mX, sX_layout, (TILE_M, TILE_K), cn)
+            tma_w, tW = self._tma_load(mW, sW_layout, (self.tile_mnk[1], TILE_K), cm)
+            tma_y, tY = self.epilogue.make_tma_store(mY, sY_layout)
+
+            tiles_m = (mY.shape[0] + TILE_M - 1) // TILE_M
+            tiles_n = (mY.shape[1] + self.tile_mnk[1] - 1) // self.tile_mnk[1]
+            sched = TileScheduler(self.policy, tiles_m, tiles_n)
+            clusters = cutlass.max(cutlass.min(sched.num_work, max_clusters), 1)
+
+            @cute.struct
+            class SharedStorage:
+                barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+                sX: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sX_layout)], 1024]
+                sW: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sW_layout)], 1024]
+                sY: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sY_layout)], 1024]
+
+            self.shared_storage = SharedStorage
+            inv_k = cutlass.Float32(1.0) / cutlass.Float32(mX.shape[1])
+            self.kernel(tma_x, tX, tma_w, tW, tma_y, tY, tiled_mma, sX_layout, sW_layout, sY_layout,
+                        tiles_m, tiles_n, inv_k, eps).launch(
+                grid=[cm, cn, clusters], block=[self.threads, 1, 1], cluster=[cm, cn, 1],
+                min_blocks_per_mp=1, stream=stream)
+
+        def _tma_load(self, tensor, staged_layout, box, multicast):
+            op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp() if multicast == 1
+                  else cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp())
+            return cute.nvgpu.cpasync.make_tiled_tma_atom(
+                op, tensor, cute.slice_(staged_layout, (None, None, 0)), box, num_multicast=multicast)
+
+        @cute.kernel
+        def kernel(self, tma_x: cute.CopyAtom, mX: cute.Tensor, tma_w: cute.CopyAtom, mW: cute.Tensor,
+                   tma_y: cute.CopyAtom, mY: cute.Tensor, tiled_mma: cute.TiledMma,
+                   sX_layout: cute.ComposedLayout, sW_layout: cute.ComposedLayout,
+                   sY_layout: cute.ComposedLayout, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
+                   inv_k: cutlass.Float32, eps: cutlass.Float32):
+            tidx, _, _ = cute.arch.thread_idx()
+            warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+            lane = cute.arch.lane_idx()
+            cta_m, cta_n, first_work = cute.arch.block_idx()
+            _, _, work_stride = cute.arch.grid_dim()
+            cm, cn = self.cluster_mn
+            cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+
+            if warp_idx == 0:
+                for atom in (tma_x, tma_w, tma_y):
+                    cute.nvgpu.cpasync.prefetch_descriptor(atom)
+
+            storage = SmemAllocator().allocate(self.shared_storage)
+            x_stage = cute.slice_(sX_layout, (None, None, 0))
+            w_stage = cute.slice_(sW_layout, (None, None, 0))
+            ring = TmaRing(storage.barriers.data_ptr(), self.stages,
+                           cute.size_in_bytes(self.dtype, x_stage) + cute.size_in_bytes(self.dtype, w_stage),
+                           consumer_warps=4 * self.CONSUMER_WGS, cluster_mn=self.cluster_mn)
+            ring.init(warp_idx)
+            # Every peer must see initialised barriers before it arrives on them or multicasts.
+            if cutlass.const_expr(cm * cn > 1):
+                cute.arch.cluster_arrive_relaxed()
+                cute.arch.cluster_wait()
+            else:
+                cute.arch.sync_threads()
+
+            sX = storage.sX.get_tensor(sX_layout.outer, swizzle=sX_layout.inner)
+            sW = storage.sW.get_tensor(sW_layout.outer, swizzle=sW_layout.inner)
+            sY = storage.sY.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)
+            bm, bn, bk = self.tile_mnk
+            gX = cute.local_tile(mX, (bm, bk), (None, None))     # (bm, bk, tiles_m, k_tiles)
+            gW = cute.local_tile(mW, (bn, bk), (None, None))     # (bn, bk, tiles_n, k_tiles)
+            gY = cute.local_tile(mY, (bm, bn), (None, None))     # (bm, bn, tiles_m, tiles_n)
+            k_tiles = cute.size(gX, mode=[3])
+            sched = TileScheduler(self.policy, tiles_m, tiles_n)
+
+            if warp_idx < 4:
+                cute.arch.setmaxregister_decrease(self.PRODUCER_REGS)
+                if warp_idx == 0:
+                    self.produce(tma_x, tma_w, sX, sW, gX, gW, ring, sched, k_tiles,
+                                 cta_m, cta_n, first_work, work_stride)
+            else:
+                cute.arch.setmaxregister_increase(self.CONSUMER_REGS)
+                self.consume(tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
+                             tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride)
+
+        @cute.jit
+        def produce(self, tma_x, tma_w, sX, sW, gX, gW, ring, sched, k_tiles,
+                    cta_m, cta_n, first_work, work_stride):
+            cm, cn = self.cluster_mn
+            # An X tile is needed by the cn CTAs of this cluster row (rank = m + cm * n), a W'
+            # tile by the cm CTAs of this cluster column: each loads 1/cn (1/cm) of the box and
+            # multicasts it to the others.
+            tXsX, tXgX = cute.nvgpu.cpasync.tma_partition(
+                tma_x, cta_n, cute.make_layout(cn), cute.group_modes(sX, 0, 2), cute.group_modes(gX, 0, 2))
+            tWsW, tWgW = cute.nvgpu.cpasync.tma_partition(
+                tma_w, cta_m, cute.make_layout(cm), cute.group_modes(sW, 0, 2), cute.group_modes(gW, 0, 2))
+            x_mask = None
+            w_mask = None
+            if cutlass.const_expr(cn > 1):
+                row_bits = sum(1 << (cm * j) for j in range(cn))
+                x_mask = cutlass.Int16(row_bits) << cutlass.Int16(cta_m)
+            if cutlass.const_expr(cm > 1):
+                w_mask = cutlass.Int16((1 << cm) - 1) << cutlass.Int16(cta_n * cm)
+            stage = cutlass.Int32(0)
+            phase = cutlass.Int32(1)
+            work = first_work
+            while work < sched.num_work:
+                tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
+                for k in range(k_tiles):
+                    ring.producer_acquire(stage, phase)
+                    full = ring.full_barrier(stage)
+                    cute.copy(tma_x, tXgX[(None, tm, k)], tXsX[(None, stage)], tma_bar_ptr=full, mcast_mask=x_mask)
+                    cute.copy(tma_w, tWgW[(None, tn, k)], tWsW[(None, stage)], tma_bar_ptr=full, mcast_mask=w_mask)
+                    stage += 1
+                    if stage == self.stages:
+                        stage = cutlass.Int32(0)
+                        phase ^= 1
+                work += work_stride
+            ring.producer_drain(stage, phase)
+
+        @cute.jit
+        def consume(self, tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
+                    ctidx, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride):
+            bm, bn, bk = self.tile_mnk
+            thr_mma = tiled_mma.get_slice(ctidx)
+            tCsW = thr_mma.partition_B(sW)
+            tCrW = tiled_mma.make_fragment_B(tCsW)
+            a_shape = thr_mma.partition_shape_A((bm, bk))
+            # A operand registers: one or two k-tiles' worth, indexed only by trace-time buffer
+            # numbers (a run-time index would move them to local memory).
+            bufs = [tiled_mma.make_fragment_A(a_shape) for _ in range(self.cfg.a_buffers)]
+            s2r = cute.make_tiled_copy_A(
+                cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4), self.dtype), tiled_mma)
+            thr_s2r = s2r.get_slice(ctidx)
+            tXsX = thr_s2r.partition_S(sX)                        # (CPY, CPY_M, CPY_K, stage)
+            views = [thr_s2r.retile(b) for b in bufs]
+            acc = cute.make_rmem_tensor(thr_mma.partition_shape_C((bm, bn)), cutlass.Float32)
+            k_blocks = cute.size(bufs[0], mode=[2])
+            values_per_block = cute.size(bufs[0], mode=[0])
+            rows_per_thread = cute.size(bufs[0], mode=[1])        # 1: the 64-row slice is one atom
+
+            signals, dst = ring.release_signal(cta_rank, lane)
+            tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma, ctidx)
+            sumsq = cute.make_rmem_tensor((2 * rows_per_thread,), cutlass.Float32)
+
+            stage = cutlass.Int32(0)
+            phase = cutlass.Int32(0)
+            work = first_work
+            while work < sched.num_work:
+                tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
+                acc.fill(0.0)
+                sumsq.fill(0.0)
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                prev_stage = stage
+                if cutlass.const_expr(self.cfg.a_buffers == 2):
+                    k = cutlass.Int32(0)
+                    while k < k_tiles:
+                        stage, phase, prev_stage = self.k_tile(
+                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                            rows_per_thread)
+                        if k + 1 < k_tiles:
+                            stage, phase, prev_stage = self.k_tile(
+                                tiled_mma, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
+                                stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                                rows_per_thread)
+                        k += 2
+                else:
+                    for k in range(k_tiles):
+                        # One buffer: the WGMMAs still reading it must finish before it is refilled.
+                        cute.nvgpu.warpgroup.wait_group(0)
+                        stage, phase, prev_stage = self.k_tile(
+                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                            rows_per_thread)
+                cute.nvgpu.warpgroup.wait_group(0)
+                if k_tiles > 0:
+                    ring.consumer_release(prev_stage, signals, dst)
+
+                # The lanes of a quad hold the 4 column slices of the same two rows.
+                for i in cutlass.range_constexpr(2 * rows_per_thread):
+                    s = sumsq[i]
+                    s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
+                    s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
+                    sumsq[i] = cute.math.rsqrt(s * inv_k + eps, fastmath=False)
+                acc_values = cute.size(acc, mode=[0])
+                for m in cutlass.range_constexpr(rows_per_thread):
+                    for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                        for v in cutlass.range_constexpr(acc_values):
+                            acc[v, m, n] = acc[v, m, n] * sumsq[2 * m + self.c_half[v]]
+
+                self.epilogue.store_tile(tma_y, tiled_r2s, thr_r2s, acc, sY,
+                                         gY[(None, None, tm, tn)], warp_idx)
+                work += work_stride
+            self.epilogue.drain(warp_idx)
+
+        @cute.jit
+        def k_tile(self, tiled_mma, s2r, tXsX, view, buf, tCrW, acc, sumsq, ring, k,
+                   stage, phase, prev_stage, signals, dst, k_blocks: cutlass.Constexpr,
+                   values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr):
+            """One k-tile: X slice smem -> registers, its squares into sumsq, WGMMAs from the
+            registers, release of the stage before. Returns the advanced ring position."""
+            ring.consumer_wait(stage, phase)
+            cute.copy(s2r, tXsX[(None, None, None, stage)], view)
+            for kb in cutlass.range_constexpr(k_blocks):
+                for m in cutlass.range_constexpr(rows_per_thread):
+                    for v in cutlass.range_constexpr(values_per_block):
+                        x = buf[v, m, kb].to(cutlass.Float32)
+                        i = 2 * m + self.a_half[v]
+                        sumsq[i] = sumsq[i] + x * x
+            cute.nvgpu.warpgroup.fence()
+            for kb in cutlass.range_constexpr(k_blocks):
+                cute.gemm(tiled_mma, acc, buf[(None, None, kb)], tCrW[(None, None, kb, stage)], acc)
+            cute.nvgpu.warpgroup.commit_group()
+            # One WGMMA group in flight: the previous one is done with its stage (W' in shared
+            # memory) and with its A registers.
+            cute.nvgpu.warpgroup.wait_group(1)
+            if k > 0:
+                ring.consumer_release(prev_stage, signals, dst)
+            prev_stage = stage
+            stage += 1
+            if stage == self.stages:
+                stage = cutlass.Int32(0)
+                phase ^= 1
+            return stage, phase, prev_stage
+
+    return FusedRmsNormGemm
+
+
+# ---------------------------------------------------------------------------------------------
+# Compile / launch
+# ---------------------------------------------------------------------------------------------
+
+def _fake_operands(dtype: str, w_major: str):
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    dt = _cutlass_dtype(dtype)
+    m = cute.sym_int32(divisibility=1)
+    n = cute.sym_int32(divisibility=8)
+    k = cute.sym_int32(divisibility=8)
+    fx = make_fake_compact_tensor(dt, (m, k), stride_order=(1, 0), assumed_align=16)
+    # The kernel sees W as (N, K): a K x N row-major W is N-contiguous, an N x K weight K-contiguous.
+    order = (0, 1) if w_major == "n" else (1, 0)
+    fw = make_fake_compact_tensor(dt, (n, k), stride_order=order, assumed_align=16)
+    fy = make_fake_compact_tensor(dt, (m, n), stride_order=(1, 0), assumed_align=16)
+    return fx, fw, fy
+
+
+def _to_cute(t):
+    from cutlass.cute.runtime import from_dlpack
+    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1 if t.stride(1) == 1 else 0)
+
+
+def _current_stream():
+    import cuda.bindings.driver as cuda
+    import torch
+    return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+
+
+def _gpu_available() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(cfg: FusedConfig, dtype: str, w_major: str, on_gpu: bool):
+    """One compiled variant. On a GPU the signature comes from real tensors (directly callable
+    with from_dlpack tensors); without one, from fake tensors and a fake stream."""
+    import cutlass
+    import cutlass.cute as cute
+
+    kernel = _kernel_class()(cfg, dtype)
+    if on_gpu:
+        import torch
+        tdt = getattr(torch, dtype)
+        x = torch.empty((256, 256), dtype=tdt, device="cuda")
+        w = torch.empty((256, 256), dtype=tdt, device="cuda")
+        w_nk = w.t() if w_major == "n" else w                    # (N, K) view
+        y = torch.empty((256, 256), dtype=tdt, device="cuda")
+        args = [_to_cute(x), _to_cute(w_nk), _to_cute(y)]
+        stream = _current_stream()
+    else:
+        from cutlass.cute.runtime import make_fake_stream
+        args = list(_fake_operands(dtype, w_major))
+        stream = make_fake_stream()
+    dump_dir = tempfile.mkdtemp(prefix="kernelscope-gemm-rmsnorm-")
+    return cute.compile(kernel, *args, cutlass.Float32(DEFAULT_EPS), 1, stream,
+                        options=f"--keep-cubin --keep-ptx --dump-dir={dump_dir}")
+
+
+def max_active_clusters(cluster) -> int:
+    size = cluster[0] * cluster[1]
+    try:
+        import torch
+        if torch.cuda.is_available():
+            import cutlass.utils as utils
+            return int(utils.HardwareInfo().get_max_active_clusters(size))
+    except Exception:  # noqa: BLE001 - fall back to the SM count below
+        pass
+    return H100_SMS // size
+
+
+def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch: str = "sm_90a", *,
+                         w_major: str = "n") -> CompiledKernel:
+    """KernelSpec.compile: builds with or without a GPU (launch is None without one)."""
+    if arch not in ("sm_90a", "sm_90"):
+        raise ConfigRejected(f"the gemm_rmsnorm kernel is built for sm_90a, not {arch}")
+    os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+    extra = dict(config) if isinstance(config, dict) else {}
+    w_major = extra.pop("w_major", w_major)
+    if w_major not in W_MAJORS:
+        raise ConfigRejected(f"w_major must be one of {W_MAJORS}, got {w_major!r}")
+    cfg = config if isinstance(config, FusedConfig) else FusedConfig.from_mapping(extra)
+    if shape is not None:
+        check_shape(shape, dtype)
+    elif dtype not in DTYPES:
+        raise ConfigRejected(f"gemm_rmsnorm input dtype must be one of {DTYPES}, got {dtype}")
+    ring_stages(cfg)
+    compiled = _compiled(cfg, dtype, w_major, False)
+    cubin = getattr(compiled, "__cubin__", None)
+    if isinstance(cubin, str):
+        cubin = cubin.encode("latin-1")
+    sass = disassemble_cubin(cubin) if cubin else None
+    names = [ln.split()[1] for ln in (sass or "").splitlines()
+             if len(ln.split()) == 2 and ln.split()[0] == ".global"]
+    launch = bind = None
+    if _gpu_available():
+        def bind(inputs):
+            return bind_gemm_rmsnorm(cfg, inputs)
+
+        def launch(inputs):
+            bind_gemm_rmsnorm(cfg, inputs)()
+            return inputs["out"]
+    return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=getattr(compiled, "__ptx__", None),
+                          kernel_names=names, bind=bind)
+
+
+def bind_gemm_rmsnorm(cfg: FusedConfig, inputs) -> Callable[[], Any]:
+    """Zero-argument launcher for inputs {"x": (M, K), "gamma": (K,), "w": (K, N), "eps", "out":
+    (M, N)} (GPU only). The gain is folded into W here, once per bind (the weight preparation),
+    so a timed launch is the fused kernel alone. A pre-folded weight may be passed as
+    "w_folded" (then gamma and w are not read)."""
+    x, out = inputs["x"], inputs["out"]
+    w_folded = inputs.get("w_folded")
+    if w_folded is None:
+        w, gamma = inputs["w"], inputs.get("gamma", inputs.get("g"))
+        if gamma is None:
+            raise ConfigRejected("gemm_rmsnorm needs the rmsnorm gain as input 'gamma'")
+        if w.shape[0] != x.shape[1] and w.shape[1] == x.shape[1]:
+            w = w.t()                                   # an (N, K) weight seen as (K, N)
+        if gamma.shape != (x.shape[1],):
+            raise ConfigRejected(f"gamma {tuple(gamma.shape)} is not a gain of length {x.shape[1]}")
+        w_folded = fold_gain(gamma, w)
+    dtype = str(x.dtype).replace("torch.", "")
+    M, K = x.shape
+    K2, N = w_folded.shape
+    if K2 != K or tuple(out.shape) != (M, N):
+        raise ConfigRejected(f"shapes do not chain: x {tuple(x.shape)}, w {tuple(w_folded.shape)}, "
+                             f"out {tuple(out.shape)}")
+    if w_folded.dtype != x.dtype or out.dtype != x.dtype:
+        raise ConfigRejected("x, w and out must share one dtype")
+    if x.stride(1) != 1 or out.stride(1) != 1:
+        raise ConfigRejected("x and out must be row-major")
+    check_shape({"M": M, "N": N, "K": K}, dtype)
+    w_major = "n" if w_folded.stride(1) == 1 else "k"
+    compiled = _compiled(cfg, dtype, w_major, True)
+    import cutlass
+    eps = cutlass.Float32(float(inputs.get("eps", DEFAULT_EPS)))
+    args = (_to_cute(x), _to_cute(w_folded.t()), _to_cute(out), eps,
+            max_active_clusters(tuple(cfg.cluster)), _current_stream())
+    return lambda: compiled(*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# KernelSpec
+# ---------------------------------------------------------------------------------------------
+
+SUITE = [{"M": m, "N": n, "K": k} for m in (4096, 8192, 16384) for k in (4096, 8192) for n in (4096, 8192)]
+
+
+def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda",
+                row_scale_decades: float = 3.0):
+    """x with rows of very different norms (each row scaled by 10^u, u uniform in
+    [-decades, decades]), so a per-row scale applied to the wrong row or broadcast the wrong
+    way shows up as a large error; gamma near 1 but not 1; NaN-poisoned output."""
+    import torch
+    M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    tdt = getattr(torch, dtype)
+    scale = 10.0 ** ((torch.rand((M, 1), generator=g) * 2 - 1) * row_scale_decades)
+    x = (torch.randn((M, K), generator=g) * scale).to(tdt).to(device)
+    gamma = (1.0 + 0.5 * torch.randn((K,), generator=g)).to(tdt).to(device)
+    w = (torch.randn((K, N), generator=g) / math.sqrt(K)).to(tdt).to(device)
+    out = torch.full((M, N), float("nan"), dtype=tdt, device=device)
+    return {"x": x, "gamma": gamma, "w": w, "eps": DEFAULT_EPS, "out": out}
+
+
+def reference_fp32(inputs):
+    """rmsnorm and matmul in fp32 on the (rounded) inputs."""
+    import torch
+    x = inputs["x"].float()
+    rstd = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + float(inputs.get("eps", DEFAULT_EPS)))
+    w = inputs["w"].float()
+    if w.shape[0] != x.shape[1]:
+        w = w.t()
+    return (x * rstd * inputs["gamma"].float()) @ w
+
+
+def torch_reference(inputs):
+    import torch
+    import torch.nn.functional as F
+    x, w = inputs["x"], inputs["w"]
+    if w.shape[0] != x.shape[1]:
+        w = w.t()
+    return torch.matmul(F.rms_norm(x, (x.shape[1],), inputs["gamma"], float(inputs.get("eps", DEFAULT_EPS))), w)
+
+
+GEMM_RMSNORM_SPEC = KernelSpec(
+    name="gemm_rmsnorm",
+    description="Fused RMSNorm -> GEMM for sm_90a: register-A WGMMA, row sums of squares from the "
+                "A registers, rsqrt scaling in a TMA-store epilogue (gain folded into W)",
+    references=["rmsnorm+matmul", "torch"],
+    default_shapes=[dict(s) for s in SUITE],
+    default_config=FusedConfig().to_dict(),
+    dtypes=list(DTYPES),
+    make_inputs=make_inputs,
+    compile=compile_gemm_rmsnorm,
+    reference_fp32=reference_fp32,
+    flops=lambda s: 2.0 * s["M"] * s["N"] * s["K"] + 3.0 * s["M"] * s["K"],
+    bytes_moved=lambda s, dt: 2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"]),
+    tolerance={"bfloat16": (1e-2, 1e-2), "float16": (5e-3, 5e-3)},
+    config_space={
+        "tile_n": [128, 192, 256],
+        "cluster": [(1, 1), (2, 1), (1, 2)],
+        "raster": ["m", "n"],
+        "swizzle": [1, 4, 8, 16],
+        "stages": [None, 3, 4],
+        "a_buffers": [1, 2],
+    },
+    expected_sass=["HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL"],
+    archs=["sm_90a"],
+    output_dims=("row", "col"),
+    tile=(TILE_M, 256),
+    torch_reference=torch_reference,
+    output="out",
+)

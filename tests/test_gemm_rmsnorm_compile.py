@@ -1,0 +1,174 @@
+"""Compile-only checks of the fused RMSNorm -> GEMM (no GPU needed): the SASS has the
+instructions the design relies on (WGMMA with A from registers, TMA loads and stores, ldmatrix,
+the quad shuffles of the row reduction) and no local memory; the register layouts the row
+scaling relies on hold; bad configs and shapes are refused; the references agree on the CPU."""
+
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+from kernelscope.kernels import gemm_rmsnorm as fused  # noqa: E402
+from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
+
+_OPCODE = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", re.M)
+_HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
+
+
+def _opcodes(sass: str) -> set[str]:
+    return set(_OPCODE.findall(sass))
+
+
+def _resource_usage(cubin: bytes) -> str:
+    import nvidia
+
+    tool = None
+    for root in nvidia.__path__:
+        for sub in ("cu13", "cu12", "cuda_cuobjdump"):
+            cand = os.path.join(root, sub, "bin", "cuobjdump")
+            if os.path.isfile(cand):
+                tool = cand
+    if tool is None:
+        pytest.skip("cuobjdump is not installed")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True,
+                              text=True, check=True).stdout
+
+
+VARIANTS = [
+    ({}, "bfloat16"),                                                           # 128x256, 2x1, two A buffers
+    ({"a_buffers": 1, "cluster": (1, 2), "w_major": "k"}, "float16"),
+    ({"tile_n": 128, "cluster": (1, 1), "raster": "n"}, "bfloat16"),
+]
+
+
+@pytest.mark.parametrize("config,dtype", VARIANTS)
+def test_sass_has_register_a_wgmma_tma_and_no_local_memory(config, dtype):
+    ck = fused.compile_gemm_rmsnorm(config, {"M": 1000, "N": 1032, "K": 1000}, dtype)
+    assert ck.cubin and ck.sass, "compile produced no cubin / SASS"
+    ops = _opcodes(ck.sass)
+    missing = [op for op in ("HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL", "MUFU") if op not in ops]
+    assert not missing, f"SASS lacks {missing}"
+    assert not ops & {"LDL", "STL"}, "local memory traffic in SASS"
+    # Every WGMMA takes A from registers (a register operand, not a shared-memory descriptor).
+    operands = _HGMMA.findall(ck.sass)
+    assert operands, "no HGMMA operands parsed"
+    assert all(a.startswith("R") for _, a in operands), f"HGMMA A operands: {sorted({a for _, a in operands})}"
+    usage = _resource_usage(ck.cubin)
+    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", usage)
+    assert m, usage
+    assert int(m.group(2)) == 0 and int(m.group(4)) == 0, usage
+    assert set(fused.GEMM_RMSNORM_SPEC.expected_sass) <= ops
+
+
+def test_row_maps_of_register_a_wgmma():
+    """A thread's A registers and accumulators lie in the same two rows (r, r + 8), with the same
+    value -> row map in every thread, and the four lanes of a quad share them: the facts the
+    shuffle reduction and the epilogue scaling rely on."""
+    import cutlass
+    import cutlass.cute as cute
+    import cutlass.utils.hopper_helpers as sm90_utils
+    from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
+
+    seen = {}
+
+    @cute.jit
+    def trace():
+        for n in (128, 256):
+            mma = sm90_utils.make_trivial_tiled_mma(
+                cutlass.BFloat16, cutlass.BFloat16, OperandMajorMode.K, OperandMajorMode.MN,
+                cutlass.Float32, (2, 1, 1), tiler_mn=(64, n), a_source=warpgroup.OperandSource.RMEM)
+            seen[n] = fused.row_maps(mma, 256, 128)
+
+    trace()
+    for n, (a_half, c_half) in seen.items():
+        assert len(a_half) == 8 and sorted(a_half) == [0, 0, 0, 0, 1, 1, 1, 1]
+        assert len(c_half) == n // 2 and c_half.count(1) == n // 4
+
+
+def test_row_halves_rejects_a_layout_without_row_pairs():
+    # A fake (thread, value) -> index map over a 128-row tile where each thread's values walk
+    # down one column: 8 rows per thread, not the pair (r, r + 8).
+    with pytest.raises(AssertionError, match="expected r and r"):
+        fused.row_halves(lambda tv: tv[0] // 4 * 8 % 128 + tv[1], 8, 8, 128)
+    # Rows paired correctly but quads broken (each thread its own row pair).
+    with pytest.raises(AssertionError, match="quad"):
+        fused.row_halves(lambda tv: (tv[0] % 8) + 16 * (tv[0] // 8) + 8 * (tv[1] % 2), 16, 2, 128)
+
+
+@pytest.mark.parametrize("bad,needle", [
+    ({"stages": 9}, "shared memory"),
+    ({"tile_n": 100}, "tile_n"),
+    ({"cluster": (3, 1)}, "cluster"),
+    ({"raster": "diagonal"}, "raster"),
+    ({"epi_n": 48}, "epi_n"),
+    ({"epi_stages": 3}, "epi_stages"),
+    ({"a_buffers": 3}, "a_buffers"),
+    ({"w_major": "m"}, "w_major"),
+    ({"no_such_key": 1}, "unknown"),
+])
+def test_invalid_configs_are_refused_with_a_reason(bad, needle):
+    with pytest.raises(ConfigRejected, match=needle):
+        fused.compile_gemm_rmsnorm(bad, {"M": 256, "N": 256, "K": 256})
+
+
+@pytest.mark.parametrize("shape,dtype", [
+    ({"M": 256, "N": 250, "K": 256}, "bfloat16"),
+    ({"M": 256, "N": 256, "K": 20}, "bfloat16"),
+    ({"M": 0, "N": 256, "K": 256}, "bfloat16"),
+    ({"M": 256, "N": 256, "K": 256}, "float32"),
+])
+def test_unsupported_shapes_are_refused(shape, dtype):
+    with pytest.raises(ConfigRejected):
+        fused.compile_gemm_rmsnorm({}, shape, dtype)
+
+
+def test_registered_and_suite_covers_the_asked_shapes():
+    from kernelscope.kernels import registry
+
+    spec = registry.resolve("gemm_rmsnorm")
+    assert spec is fused.GEMM_RMSNORM_SPEC
+    got = {(s["M"], s["K"], s["N"]) for s in spec.default_shapes}
+    assert got == {(m, k, n) for m in (4096, 8192, 16384) for k in (4096, 8192) for n in (4096, 8192)}
+    assert spec.references[0] == "rmsnorm+matmul"
+
+
+def test_fold_gain_keeps_layout_and_values():
+    import torch
+
+    g = torch.Generator().manual_seed(3)
+    gamma = torch.randn(48, generator=g).to(torch.bfloat16)
+    w = torch.randn(48, 40, generator=g).to(torch.bfloat16)
+    folded = fused.fold_gain(gamma, w)
+    assert folded.stride(1) == 1 and folded.dtype == w.dtype
+    want = (gamma.float()[:, None] * w.float()).to(torch.bfloat16)
+    assert torch.equal(folded, want)
+    w_nk = w.t().contiguous()                  # an nn.Linear weight, seen as (K, N) below
+    folded_t = fused.fold_gain(gamma, w_nk.t())
+    assert folded_t.stride(0) == 1 and torch.equal(folded_t, want)
+
+
+def test_references_agree_and_ignore_row_scale_on_cpu():
+    """The fp32 reference equals F.rms_norm then matmul in fp32, and, as rmsnorm must, gives the
+    same rows whatever the norm of the input rows (the property the GPU tests lean on)."""
+    import torch
+    import torch.nn.functional as F
+
+    inputs = fused.make_inputs({"M": 64, "N": 32, "K": 96}, "bfloat16", seed=5, device="cpu")
+    x = inputs["x"].float()
+    norms = x.norm(dim=1)
+    assert norms.max() / norms.min() > 1e3, "rows of very different norms are the point"
+    ref = fused.reference_fp32(inputs)
+    direct = F.rms_norm(x, (96,), inputs["gamma"].float(), fused.DEFAULT_EPS) @ inputs["w"].float()
+    torch.testing.assert_close(ref, direct, rtol=1e-5, atol=1e-5)
+    # eps = 0 so that the smallest rows (mean square near eps) are invariant too; x 8 is exact.
+    no_eps = dict(inputs, eps=0.0)
+    rescaled = dict(no_eps, x=inputs["x"] * 8)
+    torch.testing.assert_close(fused.reference_fp32(rescaled), fused.reference_fp32(no_eps),
+                               rtol=1e-5, atol=1e-5)

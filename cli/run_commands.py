@@ -231,9 +231,8 @@ def load_pair(report_path: str, has_reference: bool):
 @click.option("--arch", default="sm_90a", show_default=True)
 def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, seed, arch):
     """Profile one launch of TARGET and one of its reference under ncu and show the diff."""
-    from kernelscope.profiler.compare import compare
     from kernelscope.profiler.measure import format_config, format_shape
-    from kernelscope.reports.terminal import make_console, print_comparison
+    from kernelscope.reports.terminal import make_console
 
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, multi=False)
     ref = _reference_name(spec, vs)
@@ -252,10 +251,54 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, s
     if st and not st.get("correct", True):
         console.print(f"[red]warning:[/red] the target's output is wrong ({st.get('bad_count')} elements over "
                       f"tolerance, max abs {st.get('max_abs_error'):.3g}); `kernelscope run` locates the errors")
-    target_profile, ref_profile, _ = load_pair(run.report_path, ref is not None)
-    console.print(f"{spec.name} shape {format_shape(shape_list[0])} {dtype} config {format_config(config)}: "
-                  f"target {target_profile.launches} launch(es)"
-                  + (f", reference {ref} {ref_profile.launches} launch(es)" if ref_profile else ""))
+    console.print(f"{spec.name} shape {format_shape(shape_list[0])} {dtype} config {format_config(config)}")
+    console.file.flush()
+    show_report_in_fresh_process(run.report_path, ref is not None)
+
+
+def show_report_in_fresh_process(report_path: str, has_reference: bool) -> None:
+    """Read the report and print the diff in a child process that has not loaded torch:
+    Nsight Compute's report module and torch in one process crashed on the device
+    (SIGSEGV), and a crash there must not take the written report's path with it."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-X", "faulthandler", "-m", "kernelscope.cli.run_commands", report_path]
+    if not has_reference:
+        cmd.append("--no-reference")
+    rc = subprocess.run(cmd).returncode
+    if rc < 0:
+        raise UserError(f"reading the report crashed (signal {-rc}); report kept: {report_path}", exit_code=3)
+    if rc != 0:
+        raise SystemExit(rc)
+
+
+def key_metrics_in_fresh_process(report_path: str) -> dict:
+    """The sweep's key metrics of the target in a report, read in a child without torch."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "kernelscope.cli.run_commands", report_path, "--key-metrics"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        why = f"signal {-r.returncode}" if r.returncode < 0 else (r.stderr.strip().splitlines() or ["?"])[-1]
+        raise UserError(f"reading {report_path} failed: {why}", exit_code=3)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def print_key_metrics(report_path: str) -> None:
+    target_profile, _, _ = load_pair(report_path, False)
+    print(json.dumps({key: target_profile.value(key) for key, _ in _KEY_METRICS}))
+
+
+def print_profile_diff(report_path: str, has_reference: bool) -> None:
+    from kernelscope.profiler.compare import compare
+    from kernelscope.reports.terminal import make_console, print_comparison
+
+    console = make_console()
+    target_profile, ref_profile, _ = load_pair(report_path, has_reference)
+    console.print(f"captured: target {target_profile.launches} launch(es)"
+                  + (f", reference {ref_profile.launches} launch(es)" if ref_profile else ""))
     if ref_profile is not None:
         print_comparison(compare(target_profile, ref_profile), console)
         _print_findings(target_profile, ref_profile, console)
@@ -329,8 +372,7 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
             try:
                 run = profile_once(spec, target, None, shape_list[0], dtype, row.config, path, "quick",
                                    "none", "all", seed, arch)
-                tp, _, _ = load_pair(run.report_path, False)
-                row.metrics = {key: tp.value(key) for key, _ in _KEY_METRICS}
+                row.metrics = key_metrics_in_fresh_process(run.report_path)
                 row.metrics["report"] = run.report_path
             except UserError as e:
                 row.metrics = {"error": str(e)}
@@ -368,3 +410,17 @@ def register(group) -> None:
     group.add_command(run_cmd)
     group.add_command(profile_cmd)
     group.add_command(sweep_cmd)
+
+
+if __name__ == "__main__":
+    # The child process of `profile`: `python -m kernelscope.cli.run_commands REPORT [--no-reference]`.
+    import sys
+
+    try:
+        if "--key-metrics" in sys.argv[2:]:
+            print_key_metrics(sys.argv[1])
+        else:
+            print_profile_diff(sys.argv[1], "--no-reference" not in sys.argv[2:])
+    except UserError as e:
+        click.echo(f"kernelscope: error: {e}", err=True)
+        sys.exit(e.exit_code)

@@ -51,6 +51,9 @@ QUICK_METRICS = (
     "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
     "smsp__inst_executed.sum",
     "smsp__sass_inst_executed_op_branch.sum",
+    "smsp__inst_executed_op_branch.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__cycles_elapsed.avg",
 )
 CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
@@ -147,14 +150,38 @@ def worker_command(req: ProfileRequest, status_path: str | None) -> list[str]:
     return cmd
 
 
-def build_command(ncu: str, req: ProfileRequest, status_path: str | None = None) -> list[str]:
+def requested_metrics(req: ProfileRequest) -> list[str]:
+    """Metrics collected by name: the quick set's catalog extras plus any the caller adds."""
+    metrics = list(QUICK_METRICS) if req.section_set == "quick" else []
+    return metrics + [m for m in req.extra_metrics if m not in metrics]
+
+
+def known_metric_bases(ncu: str, chip: str | None = "gh100") -> set[str] | None:
+    """Base metric names this ncu knows for the chip (None when the query fails)."""
+    cmd = [ncu, "--query-metrics"] + (["--chip", chip] if chip else [])
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = {ln.split()[0] for ln in r.stdout.splitlines() if ln.strip() and re.match(r"^[a-z]\w*__\w+\s", ln)}
+    return names or None
+
+
+def drop_unknown_metrics(metrics: list[str], known: set[str] | None) -> tuple[list[str], list[str]]:
+    """(kept, dropped): a metric whose base name ncu does not know would fail the whole run."""
+    if known is None:
+        return list(metrics), []
+    kept = [m for m in metrics if m.split(".", 1)[0] in known]
+    return kept, [m for m in metrics if m not in kept]
+
+
+def build_command(ncu: str, req: ProfileRequest, status_path: str | None = None,
+                  metrics_override: list[str] | None = None) -> list[str]:
     if req.clock_control not in CLOCK_CONTROLS:
         raise UserError(f"clock control {req.clock_control!r}: choose one of {', '.join(CLOCK_CONTROLS)}")
     if req.cache_control not in CACHE_CONTROLS:
         raise UserError(f"cache control {req.cache_control!r}: choose one of {', '.join(CACHE_CONTROLS)}")
-    metrics = list(req.extra_metrics)
-    if req.section_set == "quick":
-        metrics = list(QUICK_METRICS) + [m for m in metrics if m not in QUICK_METRICS]
+    metrics = requested_metrics(req) if metrics_override is None else list(metrics_override)
     cmd = [ncu,
            # Only launches inside the worker's push/pop ranges named ks:... are profiled.
            "--nvtx", "--nvtx-include", f"regex:{worker.NVTX_PREFIX}.*/",
@@ -227,7 +254,8 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
     fd, status_path = tempfile.mkstemp(prefix="kernelscope-worker-", suffix=".json")
     os.close(fd)
     os.unlink(status_path)   # the worker creates it; absence means it never got that far
-    cmd = build_command(ncu, req, status_path)
+    kept, dropped = drop_unknown_metrics(requested_metrics(req), known_metric_bases(ncu))
+    cmd = build_command(ncu, req, status_path, metrics_override=kept)
     env = dict(os.environ)
     env.setdefault("CUTE_DSL_ARCH", req.arch)
     env["PYTHONUNBUFFERED"] = "1"
@@ -253,6 +281,7 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
     sidecar = write_sidecar(req, {
         "command_line": subprocess.list2cmdline(cmd), "ncu_version": ncu_version(ncu),
         "wall_s": wall, "passes": passes, "returncode": proc.returncode, "worker_status": status,
+        "metrics_dropped_unknown_to_ncu": dropped,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
     problem = failure_message(proc.returncode, output, status, report_exists)

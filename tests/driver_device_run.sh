@@ -18,11 +18,15 @@ for m in $(python3 -c "from kernelscope.profiler.ncu import QUICK_METRICS; print
 done
 step timeout 300 python3 -m pytest -q -m gpu tests/test_driver_gpu.py tests/test_rmsnorm.py
 step kernelscope run rmsnorm --vs torch.rmsnorm --do-bench --json "$OUT/run_rmsnorm.json"
-step kernelscope run rmsnorm --vs quack.rmsnorm --no-peaks
 step kernelscope run tests/examples/my_scale.py:SPEC --do-bench --json "$OUT/run_my_scale.json"
 step kernelscope profile rmsnorm --vs torch.rmsnorm --shape M=16384,N=4096 -o "$OUT/rmsnorm-vs-torch.ncu-rep"
 step kernelscope profile tests/examples/my_scale.py:SPEC --vs torch -o "$OUT/my_scale-vs-torch.ncu-rep"
-step kernelscope sweep rmsnorm --config threads=64,128,256,512,1024 --config vec=4,8 --json "$OUT/sweep_rmsnorm.json"
+# A config the kernel rejects, found inside the profiled process: one line, non-zero exit.
+step kernelscope profile rmsnorm --shape M=1024,N=8192 --config threads=64 -o /tmp/rejected.ncu-rep
+# Which process can read a report: without torch, and with torch imported first.
+rep="$OUT/rmsnorm-vs-torch.ncu-rep"
+step python3 -X faulthandler -c "import sys; from kernelscope.profiler.report import load_report; print('without torch:', len(load_report(sys.argv[1])))" "$rep"
+step python3 -X faulthandler -c "import sys, torch; from kernelscope.profiler.report import load_report; print('with torch:', len(load_report(sys.argv[1])))" "$rep"
 xz -9 -f "$OUT"/*.ncu-rep
 rm -rf "$OUT/cache"
 ls -la "$OUT"

@@ -135,3 +135,18 @@ def test_cli_input_errors_are_one_line():
         r = _cli(*args)
         assert r.returncode == 2, (args, r.stderr)
         assert fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_metrics_unknown_to_ncu_are_dropped_not_fatal(tmp_path):
+    req = _req(tmp_path, extra_metrics=["made_up__metric.sum"])
+    wanted = ncu.requested_metrics(req)
+    assert wanted[: len(ncu.QUICK_METRICS)] == list(ncu.QUICK_METRICS) and wanted[-1] == "made_up__metric.sum"
+    known = {m.split(".", 1)[0] for m in ncu.QUICK_METRICS}
+    kept, dropped = ncu.drop_unknown_metrics(wanted, known)
+    assert kept == list(ncu.QUICK_METRICS) and dropped == ["made_up__metric.sum"]
+    assert ncu.drop_unknown_metrics(wanted, None) == (wanted, [])      # query failed: keep all
+    fake = _fake_ncu(tmp_path, 'echo "dram__bytes_read   # of bytes read from DRAM"\n'
+                               'echo "smsp__inst_executed   # of warp instructions"')
+    assert ncu.known_metric_bases(fake) == {"dram__bytes_read", "smsp__inst_executed"}
+    cmd = ncu.build_command("ncu", req, metrics_override=["dram__bytes_read.sum"])
+    assert cmd[cmd.index("--metrics") + 1] == "dram__bytes_read.sum"

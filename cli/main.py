@@ -34,6 +34,7 @@ _COMMAND_MODULES = (
     "report_commands",   # show, diff
     "run_commands",      # run, profile, sweep
     "inspect_command",   # inspect (compile-only)
+    "rules_commands",    # rules list, rules explain
     "demo_command",      # demo (recorded reports + compile-only, no GPU)
     "gate_commands",     # baseline save, gate
 )

@@ -1,0 +1,165 @@
+"""`kernelscope report`: one self-contained HTML page (and optionally PNG plots) from a result."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from kernelscope.errors import UserError
+
+MAX_KERNELS = 8   # more kernels than this make an unreadable page: narrow with :REGEX
+
+
+@dataclass
+class PageOptions:
+    title: str | None = None
+    catalog_files: tuple[str, ...] = ()
+    rule_files: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+
+
+def _read_json(path: str) -> object:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: not valid JSON ({e})") from None
+
+
+def _is_json(path: str) -> bool:
+    if path.endswith(".json"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).lstrip().startswith((b"{", b"["))
+    except OSError:
+        return False
+
+
+def _is_sweep(doc: object) -> bool:
+    return isinstance(doc, dict) and "rows" in doc and "target" in doc and "reference_timing" in doc
+
+
+def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> list[dict] | None:
+    """Rule findings for a pair, where this installation has the rules engine (None: no rules ran)."""
+    try:
+        from kernelscope.rules import engine
+    except ImportError:
+        return None
+    findings_for = getattr(engine, "findings_for", None)
+    if findings_for is None:
+        return None
+    found = findings_for(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
+    return [f.to_dict() for f in found]
+
+
+def _pair_page(a, b, options):
+    from kernelscope.profiler.catalog import load_catalog
+    from kernelscope.profiler.compare import compare
+    from kernelscope.reports import html, structured
+
+    catalog = load_catalog(options.catalog_files)
+    comparison = compare(a, b, catalog)
+    findings = _findings(a, b, options.rule_files, options.disabled, catalog)
+    doc = structured.diff_document(comparison, {"findings": findings} if findings is not None else None)
+    return html.comparison_page(doc, (a, b), title=options.title)
+
+
+def _profiles_page(profiles, source, options):
+    from kernelscope.profiler.catalog import load_catalog
+    from kernelscope.reports import html
+
+    if len(profiles) == 2:
+        return _pair_page(profiles[0], profiles[1], options)
+    if len(profiles) > MAX_KERNELS:
+        names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:4])
+        raise UserError(f"{source} holds {len(profiles)} kernels ({names}, ...); a page shows at most {MAX_KERNELS}: "
+                        "select with FILE:REGEX or FILE:@INDEX")
+    return html.profiles_page(profiles, source, catalog=load_catalog(options.catalog_files), title=options.title)
+
+
+def build_page(inputs: tuple[str, ...], options: PageOptions | None = None):
+    from kernelscope.cli.report_commands import _pick, resolve_one
+    from kernelscope.profiler.report import split_spec
+    from kernelscope.profiler.sources import load_profiles
+    from kernelscope.reports import html
+
+    options = options or PageOptions()
+    title = options.title
+    if len(inputs) == 2:
+        return _pair_page(resolve_one(inputs[0], "A"), resolve_one(inputs[1], "B"), options)
+    spec = inputs[0]
+    path, selector = split_spec(spec)
+    if selector is None and ".json:" in spec:
+        path, selector = spec.split(".json:", 1)
+        path += ".json"
+    if not Path(path).exists():
+        raise UserError(f"{path}: no such file")
+    if _is_json(path):
+        doc = _read_json(path)
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        if schema == "kernelscope.diff":
+            return html.comparison_page(doc, None, title=title)
+        if schema == "kernelscope.gate":
+            return html.gate_page(doc, title=title)
+        if _is_sweep(doc):
+            return html.sweep_page(doc, title=title)
+        if schema != "kernelscope.show":
+            raise UserError(f"{path}: not a kernelscope result kernelscope report can show (expected a diff, show or "
+                            "gate JSON, or a `sweep --json` file)")
+    profiles = _pick(load_profiles(path), selector, path)
+    return _profiles_page(profiles, path, options)
+
+
+@click.command("report")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT [INPUT2]")
+@click.option("-o", "--output", default="report.html", show_default=True, type=click.Path(dir_okay=False),
+              help="The HTML file to write.")
+@click.option("--png", "png_dir", default=None, type=click.Path(file_okay=False),
+              help="Also write each plot as a PNG image into this folder.")
+@click.option("--title", default=None, help="Page title (default: from the input).")
+@click.option("--catalog", "catalog_files", multiple=True, type=click.Path(dir_okay=False),
+              help="Extra catalog TOML file(s) adding or overriding metric entries.")
+@click.option("--rules", "rule_files", multiple=True, type=click.Path(dir_okay=False),
+              help="Extra rule file(s) for the findings of a kernel pair.")
+@click.option("--disable", "disabled", multiple=True, metavar="ID", help="Rule id(s) to leave out.")
+def report_cmd(inputs, output, png_dir, title, catalog_files, rule_files, disabled):
+    """Write one self-contained HTML page with findings, metric views and plots.
+
+    INPUT is a `diff`, `show` or `gate` JSON, a `sweep --json` result, or a report
+    (FILE.ncu-rep[:REGEX] or FILE:@INDEX). Two INPUTs are a kernel (A) and its reference (B);
+    one report with exactly two matching kernels is read the same way. The page needs no
+    network: plots are inline SVG. --png DIR writes the same plots as images.
+    """
+    if len(inputs) > 2:
+        raise UserError(f"report takes one or two inputs, got {len(inputs)}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UserError("kernelscope report needs matplotlib (pip install matplotlib)") from None
+    from kernelscope.reports import html
+
+    options = PageOptions(title, tuple(catalog_files), tuple(rule_files), tuple(disabled))
+    page = build_page(tuple(inputs), options)
+    text = html.render(page)
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot write {output}: {e.strerror or e}") from None
+    click.echo(f"wrote {output} ({len(page.plots)} plot{'s' if len(page.plots) != 1 else ''}, {len(text) // 1024} KiB)")
+    if png_dir:
+        try:
+            written = html.write_pngs(page, png_dir)
+        except OSError as e:
+            raise UserError(f"cannot write PNG files into {png_dir}: {e.strerror or e}") from None
+        for path in written:
+            click.echo(f"wrote {path}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(report_cmd)

@@ -37,6 +37,7 @@ _COMMAND_MODULES = (
     "rules_commands",    # rules list, rules explain
     "demo_command",      # demo (recorded reports + compile-only, no GPU)
     "gate_commands",     # baseline save, gate
+    "html_command",      # report (self-contained HTML, PNG plots)
 )
 
 

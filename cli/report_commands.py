@@ -13,7 +13,8 @@ from kernelscope.profiler.compare import MetricReading, compare, readings
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.report import select, split_spec
 from kernelscope.profiler.sources import load_profiles
-from kernelscope.reports import markdown, structured, terminal
+from kernelscope.reports import findings, markdown, structured, terminal
+from kernelscope.rules.engine import evaluate_all
 
 FORMATS = ("table", "json", "csv", "markdown")
 DETAIL_LIMIT = 8  # beyond this many kernels, the table format summarises
@@ -103,7 +104,10 @@ def resolve_one(spec: str, role: str) -> KernelProfile:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--top-opcodes", default=15, show_default=True, help="Opcodes to list in the instruction-mix table.")
 @_catalog_option
-def diff(a, b, views, fmt, top_opcodes, catalog_files):
+@click.option("--rules", "rule_files", multiple=True, type=click.Path(dir_okay=False),
+              help="Extra rule file(s) adding or overriding rules (docs/rules.md). Repeatable.")
+@click.option("--disable", "disabled", multiple=True, metavar="ID", help="Rule id to skip (repeatable).")
+def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 
     A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
@@ -119,14 +123,19 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files):
         first, second = resolve_one(a, "A"), resolve_one(b, "B")
     catalog = load_catalog(catalog_files)
     comparison = compare(first, second, catalog, list(views) or None, top_opcodes)
+    # B is A's reference: the rules compare A alone and A against B.
+    rules = evaluate_all(first, second, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
     if fmt == "json":
-        _emit(structured.dumps(structured.diff_document(comparison)))
+        extra = {"findings": findings.findings_json(rules.findings), "rules_not_evaluated": rules.not_evaluated}
+        _emit(structured.dumps(structured.diff_document(comparison, extra)))
     elif fmt == "csv":
         _emit(structured.diff_csv(comparison))
     elif fmt == "markdown":
-        _emit(markdown.diff_markdown(comparison))
+        _emit(markdown.diff_markdown(comparison) + "\n" + findings.findings_markdown(rules.findings, rules.not_evaluated))
     else:
-        terminal.print_comparison(comparison, terminal.make_console())
+        console = terminal.make_console()
+        terminal.print_comparison(comparison, console)
+        findings.print_findings(rules.findings, console, rules.not_evaluated)
 
 
 @click.command()

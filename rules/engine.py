@@ -41,6 +41,8 @@ from kernelscope.rules.findings import SEVERITIES, Finding, QuotedValue, rank
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 COMPARES = ("target", "reference", "baseline")
+# Which profiles a rule reads: measured (ncu) ones, compile-only (static) ones, or any.
+PROFILE_KINDS = ("any", "measured", "static")
 SIDES = ("target", "reference", "baseline")
 _RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -179,6 +181,7 @@ class Rule:
     lets: Mapping[str, Expression]
     description: str
     file: str
+    profiles: str = "any"
     # Expressions as the rule file wrote them (field name, or "let.NAME" -> text), for `rules explain`.
     texts: Mapping[str, str] = field(default_factory=dict)
 
@@ -276,7 +279,7 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
         return UserError(f"{where}: field {fieldname!r}: {problem}")
 
     known_fields = {"id", "title", "compares", "severity", "condition", "message", "hint", "section",
-                    "impact", "thresholds", "let", "description"}
+                    "impact", "thresholds", "let", "description", "profiles"}
     for key in entry:
         if key not in known_fields:
             raise fail(key, f"unknown field (fields: {', '.join(sorted(known_fields))})")
@@ -291,6 +294,8 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
         raise fail("compares", f"must be one of {', '.join(COMPARES)}, not {entry['compares']!r}")
     if entry["severity"] not in SEVERITIES:
         raise fail("severity", f"must be one of {', '.join(SEVERITIES)}, not {entry['severity']!r}")
+    if entry.get("profiles", "any") not in PROFILE_KINDS:
+        raise fail("profiles", f"must be one of {', '.join(PROFILE_KINDS)}, not {entry['profiles']!r}")
 
     thresholds = entry.get("thresholds", {})
     if not isinstance(thresholds, dict):
@@ -360,6 +365,7 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
         lets=lets,
         description=str(entry.get("description", "")).strip(),
         file=str(path),
+        profiles=entry.get("profiles", "any"),
         texts={"condition": " ".join(entry["condition"].split()),
                **({"impact": " ".join(entry["impact"].split())} if "impact" in entry else {}),
                **{f"let.{n}": " ".join(str(t).split()) for n, t in lets_raw.items()}},
@@ -584,6 +590,9 @@ def evaluate_rules(
     findings, passed, not_evaluated, not_applicable = [], [], {}, []
     for rule in rules:
         if rule.compares != "target" and profiles[rule.compares] is None:
+            not_applicable.append(rule.id)
+            continue
+        if rule.profiles != "any" and (target.session.tool == "static") != (rule.profiles == "static"):
             not_applicable.append(rule.id)
             continue
         scope = _Scope(rule, profiles, catalog, cache)

@@ -411,8 +411,16 @@ def _profile_case(case: Case, suite: Suite, record: dict[str, Any], keep_dir: st
         for name in os.listdir(folder):
             os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
-    return {"version": ncu_version(ncu), "clock_control": "none", "cache_control": suite.cache_control,
-            "sections": suite.ncu_sections}
+    return {"version": version_number(ncu_version(ncu)), "clock_control": "none",
+            "cache_control": suite.cache_control, "sections": suite.ncu_sections}
+
+
+def version_number(text: str | None) -> str | None:
+    """'Version 2025.3.1.0 (build 36398880)' and '2025.3.1.0 (build ...)' -> '2025.3.1.0'."""
+    if not text:
+        return None
+    m = re.search(r"\d+(?:\.\d+)+", text)
+    return m.group(0) if m else text
 
 
 def run_suite(suite: Suite, *, static_only: bool = False, use_cache: bool = True,
@@ -479,7 +487,7 @@ def document_from_report(path: str | os.PathLike) -> dict[str, Any]:
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "gpu": {"name": first.device.name, "sm_count": first.device.sm_count,
                 "compute_capability": first.device.compute_capability},
-        "ncu": {"version": first.session.tool_version, "clock_control": first.session.clock_control,
+        "ncu": {"version": version_number(first.session.tool_version), "clock_control": first.session.clock_control,
                 "cache_control": first.session.cache_control},
         "report": str(path),
     }

@@ -222,6 +222,9 @@ _NO_DIRECTION = ("launch__block_size", "launch__grid_size", "launch__cluster_siz
 class Policy:
     rules: list[MetricRule] = field(default_factory=lambda: list(DEFAULT_RULES))
     accept_inconclusive: bool = False
+    # A case whose target timing is a measured improvement may spend resources for it:
+    # worse counters and compile-only facts are then reported but do not fail.
+    trade_for_speed: bool = True
 
     def rule_for(self, family: str, metric: str) -> MetricRule:
         """The merged rule: later matching rules override the fields they set."""
@@ -238,7 +241,8 @@ class Policy:
         return merged
 
     def with_rules(self, extra: Iterable[MetricRule]) -> "Policy":
-        return Policy(rules=list(self.rules) + list(extra), accept_inconclusive=self.accept_inconclusive)
+        return Policy(rules=list(self.rules) + list(extra), accept_inconclusive=self.accept_inconclusive,
+                      trade_for_speed=self.trade_for_speed)
 
 
 def _catalog_directions() -> dict[str, str]:
@@ -624,10 +628,22 @@ def gate(baseline: Mapping[str, Any], current: Mapping[str, Any], policy: Policy
                 continue
             verdict.metrics += _judge_kernels(cid, family, _kernel_entries(b, family), _kernel_entries(c, family),
                                               policy, catalog, incomparable.get(family))
+        if policy.trade_for_speed:
+            _accept_trades(verdict.metrics)
     if mode == "report":
         results = [r for r in results if r.metrics]
     return GateResult(cases=results, environment_differences=diffs, baseline_environment=base_env,
                       current_environment=cur_env, accept_inconclusive=policy.accept_inconclusive, mode=mode)
+
+
+def _accept_trades(metrics: list[MetricVerdict]) -> None:
+    faster = next((m for m in metrics if m.family == TIMING and m.metric == "target" and m.verdict == IMPROVEMENT), None)
+    if faster is None:
+        return
+    for m in metrics:
+        if m.family in (COUNTERS, STATIC) and m.verdict == REGRESSION:
+            m.verdict = PASS
+            m.reason = f"{m.reason}; accepted: the case is measurably faster ({faster.reason})"
 
 
 def _judge_timings(case_id: str, base: Mapping[str, Any] | None, cur: Mapping[str, Any] | None,

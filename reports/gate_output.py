@@ -41,7 +41,11 @@ def _value(v: Any, unit: str = "") -> str:
     if isinstance(v, float):
         if unit == "ms":
             return f"{v * 1000:.2f} µs" if v < 1 else f"{v:.4f} ms"
+        if v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):,}"
         return f"{v:.6g}"
+    if isinstance(v, int):
+        return f"{v:,}"
     return str(v)
 
 

@@ -447,7 +447,7 @@ def _findings_html(findings: list[dict[str, Any]] | None) -> str:
             f"<div class=\"finding sev-{_e(sev)}\"><div class=\"fhead\"><span class=\"badge\">{_e(sev)}</span> "
             f"<b>{_e(f.get('title'))}</b></div><p>{_e(f.get('message'))}</p>"
             + (f"<p class=\"hint\">Try: {_e(f.get('hint'))}</p>" if f.get("hint") else "")
-            + (f"<ul class=\"values\">{values}</ul>" if values else "")
+            + (f"<details><summary>numbers quoted</summary><ul class=\"values\">{values}</ul></details>" if values else "")
             + "".join(f"<p class=\"dim\">assumed: {_e(a)}</p>" for a in f.get("assumptions") or [])
             + f"<p class=\"dim\">{' · '.join(meta)}</p></div>"
         )
@@ -505,7 +505,7 @@ svg.plot { width: 100%; height: auto; display: block; }
 .sev-error { border-color: var(--bad); } .sev-warning { border-color: #d4a017; } .sev-info { border-color: #1f6fd1; }
 .badge { display: inline-block; font-size: 11px; text-transform: uppercase; padding: 0 6px; border-radius: 3px;
          background: #fff; border: 1px solid var(--line); }
-.hint { font-style: italic; } .notes li { color: var(--dim); }
+.hint { font-style: italic; } details summary { cursor: pointer; color: var(--dim); font-size: 12px; } .notes li { color: var(--dim); }
 .verdict { font-size: 20px; font-weight: 700; } .v-regression { color: var(--bad); } .v-pass { color: var(--good); }
 .v-improvement { color: #17a2b8; } .v-inconclusive { color: #b8860b; } .s-ok { color: var(--good); }
 .s-invalid, .s-failed, .s-wrong { color: var(--bad); }

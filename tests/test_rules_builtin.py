@@ -1,0 +1,165 @@
+"""Each built-in rule on real reports: one case where it fires, one where it does not.
+
+Reports (tests/fixtures/README.md):
+  pair  h200-cute-add-and-cublas-gemm.full: [0] a CuTe DSL elementwise add, [1] a cuBLAS WGMMA GEMM
+  rk    h200-rule-kernels: the deliberately flawed CuTe DSL kernels of tests/rule_kernels/bad_kernels.py,
+        one launch each in NVTX range rk:<name>
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelscope.profiler.sources import load_profiles
+from kernelscope.rules.engine import evaluate_all, load_rules
+
+PAIR = "h200-cute-add-and-cublas-gemm.full.ncu-rep"
+RULE_KERNELS = "h200-rule-kernels.ncu-rep"
+
+
+@pytest.fixture(scope="module")
+def kernels(fixture_file):
+    pair = load_profiles(fixture_file(PAIR))
+    found = {"add": pair[0], "cublas_gemm": pair[1]}
+    for p in load_profiles(fixture_file(RULE_KERNELS)):
+        for r in p.nvtx_ranges:
+            if r.startswith("rk:"):
+                found[r[3:]] = p
+    return found
+
+
+def _outcome(kernels, rule_id, target, reference=None, baseline=None):
+    t = kernels[target]
+    ev = evaluate_all(t, kernels[reference] if reference else None, kernels[baseline] if baseline else None)
+    fired = {f.rule_id: f for f in ev.findings}
+    if rule_id in fired:
+        return True, fired[rule_id]
+    assert rule_id in ev.passed, f"{rule_id} was not evaluated: {ev.not_evaluated.get(rule_id)}"
+    return False, None
+
+
+# (rule, target, reference, baseline, fires)
+CASES = [
+    ("register-pressure", "cublas_gemm", None, None, True),
+    ("register-pressure", "register_heavy", None, None, True),
+    ("register-pressure", "add", None, None, False),
+    ("local-memory-spills", "local_array", None, None, True),
+    ("local-memory-spills", "scale_good", None, None, False),
+    ("occupancy-limiter", "cublas_gemm", None, None, True),
+    ("occupancy-limiter", "register_heavy", None, None, True),
+    ("occupancy-limiter", "add", None, None, False),
+    ("shared-memory-near-limit", "cublas_gemm", None, None, True),
+    ("shared-memory-near-limit", "bank_conflict", None, None, False),
+    ("tail-effect", "tail_wave", None, None, True),
+    ("tail-effect", "add", None, None, False),
+    ("tail-effect", "fma_chain", None, None, False),
+    ("l1-returns-vs-reference", "add", "cublas_gemm", None, True),
+    ("l1-returns-vs-reference", "local_array", "scale_good", None, True),
+    ("l1-returns-vs-reference", "cublas_gemm", "add", None, False),
+    ("l1-returns-vs-reference", "branchy", "scale_good", None, False),
+    ("tma-share-below-reference", "add", "cublas_gemm", None, True),
+    ("tma-share-below-reference", "branchy", "scale_good", None, False),
+    ("tma-share-below-reference", "cublas_gemm", "add", None, False),
+    ("tma-share-above-reference", "cublas_gemm", "add", None, True),
+    ("tma-share-above-reference", "add", "cublas_gemm", None, False),
+    ("shared-bank-conflicts", "bank_conflict", None, None, True),
+    ("shared-bank-conflicts", "cublas_gemm", None, None, False),
+    ("memory-throughput-below-reference", "branchy", "scale_good", None, True),
+    ("memory-throughput-below-reference", "add", "cublas_gemm", None, False),
+    ("branch-ratio-vs-reference", "branchy", "scale_good", None, True),
+    ("branch-ratio-vs-reference", "add", "cublas_gemm", None, False),
+    ("address-math-vs-reference", "add", "cublas_gemm", None, True),
+    ("address-math-vs-reference", "cublas_gemm", "add", None, False),
+    ("register-moves-vs-reference", "add", "cublas_gemm", None, False),
+    ("register-moves-vs-reference", "cublas_gemm", "add", None, False),
+    ("instruction-inflation-vs-reference", "cublas_gemm", "add", None, True),
+    ("instruction-inflation-vs-reference", "branchy", "scale_good", None, True),
+    ("instruction-inflation-vs-reference", "add", "cublas_gemm", None, False),
+    ("no-hgmma-on-sm90", "warp_mma", None, None, True),
+    ("no-hgmma-on-sm90", "cublas_gemm", None, None, False),
+    ("no-hgmma-on-sm90", "add", None, None, False),
+    ("tensor-pipe-below-reference", "warp_mma", "cublas_gemm", None, True),
+    ("tensor-pipe-below-reference", "add", "cublas_gemm", None, True),
+    ("tensor-pipe-below-reference", "cublas_gemm", "add", None, False),
+    ("sm-throughput-below-reference", "add", "cublas_gemm", None, True),
+    ("sm-throughput-below-reference", "cublas_gemm", "add", None, False),
+    ("stall-long-scoreboard", "add", None, None, True),
+    ("stall-long-scoreboard", "cublas_gemm", None, None, False),
+    ("stall-barrier", "cublas_gemm", None, None, True),
+    ("stall-barrier", "add", None, None, False),
+    ("stall-mio-throttle", "bank_conflict", None, None, True),
+    ("stall-mio-throttle", "add", None, None, False),
+    ("stall-wait", "fma_chain", None, None, True),
+    ("stall-wait", "add", None, None, False),
+    ("stall-gmma", "cublas_gemm", None, None, False),
+    ("slower-than-baseline", "local_array", None, "scale_good", True),
+    ("slower-than-baseline", "scale_good", None, "add", False),
+    ("registers-grew-vs-baseline", "register_heavy", None, "scale_good", True),
+    ("registers-grew-vs-baseline", "scale_good", None, "add", False),
+]
+
+
+@pytest.mark.parametrize("rule_id,target,reference,baseline,fires", CASES,
+                         ids=[f"{c[0]}:{c[1]}{'-vs-' + (c[2] or c[3]) if (c[2] or c[3]) else ''}" for c in CASES])
+def test_builtin_rule_on_real_reports(kernels, rule_id, target, reference, baseline, fires):
+    fired, finding = _outcome(kernels, rule_id, target, reference, baseline)
+    assert fired == fires
+    if fired:
+        # The message quotes numbers, and none of the quoted values is missing.
+        assert any(ch.isdigit() for ch in finding.message)
+        assert all(q.value is not None for q in finding.quoted), [q.name for q in finding.quoted if q.value is None]
+
+
+def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
+    covered_fire = {c[0] for c in CASES if c[4]}
+    covered_quiet = {c[0] for c in CASES if not c[4]}
+    static_only = {"local-memory-in-binary"}          # tested on compile-only profiles in test_rules_engine
+    without_fire = {"register-moves-vs-reference", "stall-gmma"}   # no real report makes them fire yet
+    for rule_id in load_rules().rules:
+        if rule_id in static_only:
+            continue
+        assert rule_id in covered_quiet, f"{rule_id}: no quiet case"
+        if rule_id not in without_fire:
+            assert rule_id in covered_fire, f"{rule_id}: no firing case"
+
+
+def test_fixture_pair_findings_are_specific(kernels):
+    """The CuTe DSL add against the cuBLAS GEMM: what fires, in what order, with which numbers."""
+    ev = evaluate_all(kernels["add"], kernels["cublas_gemm"])
+    by_id = {f.rule_id: f for f in ev.findings}
+    assert set(by_id) == {"tensor-pipe-below-reference", "stall-long-scoreboard", "tma-share-below-reference",
+                          "sm-throughput-below-reference", "address-math-vs-reference", "l1-returns-vs-reference"}
+    assert "0.00 % of elapsed cycles vs 90.53 % in the reference" in by_id["tensor-pipe-below-reference"].message
+    assert "HGMMA 0 vs 2,097,152" in by_id["tensor-pipe-below-reference"].message
+    assert "66.941 cycles per issued instruction" in by_id["stall-long-scoreboard"].message
+    tma = by_id["tma-share-below-reference"].message
+    assert "0.0% of the 134.218 MB" in tma and "1,048,576 plain global loads" in tma and "163,840 TMA loads" in tma
+    assert "35.23 % of peak vs 90.53 %" in by_id["sm-throughput-below-reference"].message
+    addr = by_id["address-math-vs-reference"].message
+    assert "31.25 % of executed instructions vs 0.31 %" in addr and "IMAD 1,572,864 vs 45,316" in addr
+    assert "1,572,864 cycles" in by_id["l1-returns-vs-reference"].message
+    # Ranked: all warnings; larger estimated impact first.
+    impacts = [f.impact for f in ev.findings]
+    assert impacts == sorted(impacts, reverse=True)
+    assert ev.findings[0].rule_id == "tensor-pipe-below-reference"
+
+
+def test_fixture_pair_reversed_names_the_gemm_limits(kernels):
+    ev = evaluate_all(kernels["cublas_gemm"], kernels["add"])
+    by_id = {f.rule_id: f for f in ev.findings}
+    assert "168 registers/thread is 100.0% of the 168 a 384-thread block can have" in by_id["register-pressure"].message
+    assert "limited by registers and shared memory" in by_id["occupancy-limiter"].message
+    assert "213.188 KB of shared memory per block" in by_id["shared-memory-near-limit"].message
+    assert "16,870,196 warp instructions executed vs 8,388,608" in by_id["instruction-inflation-vs-reference"].message
+    # Warnings before infos.
+    severities = [f.severity for f in ev.findings]
+    assert severities == sorted(severities, key=["error", "warning", "info"].index)
+
+
+def test_device_limits_come_from_the_report(kernels):
+    ev = evaluate_all(kernels["register_heavy"])
+    finding = next(f for f in ev.findings if f.rule_id == "register-pressure")
+    assert finding.assumptions == []
+    limit = next(q for q in finding.quoted if q.name == "reg_limit")
+    assert limit.value == 255  # min(device__attribute_max_registers_per_thread, 65536 / (8 warps * 32))
+    assert "237 registers/thread" in finding.message

@@ -1,0 +1,107 @@
+"""`kernelscope rules list/explain` and the findings of `diff`, through the real command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from click.testing import CliRunner
+
+from kernelscope.cli.main import _register, cli
+from kernelscope.rules.engine import load_rules
+
+PAIR = "h200-cute-add-and-cublas-gemm.full.ncu-rep"
+
+_register()
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], env={"COLUMNS": "220"})
+
+
+def test_rules_list_shows_every_builtin_rule():
+    result = run("rules", "list")
+    assert result.exit_code == 0, result.output
+    for rule_id in load_rules().rules:
+        assert rule_id in result.output
+    assert f"{len(load_rules().rules)} rules from" in result.output
+
+
+def test_rules_explain_shows_condition_thresholds_and_section():
+    result = run("rules", "explain", "register-pressure")
+    assert result.exit_code == 0, result.output
+    assert "condition:  target.registers_per_thread >= near * reg_limit" in result.output
+    assert "threshold:  near = 0.9" in result.output
+    assert "section:    Launch Statistics, Occupancy" in result.output
+    unknown = run("rules", "explain", "register")
+    assert unknown.exit_code == 2
+    assert "no rule has the id 'register'" in unknown.output and "register-pressure" in unknown.output
+
+
+def test_diff_prints_findings_under_the_tables(fixture_file):
+    result = run("diff", fixture_file(PAIR))
+    assert result.exit_code == 0, result.output
+    tables_end = result.output.index("Instruction mix")
+    findings_start = result.output.index("Findings (6)")
+    assert findings_start > tables_end
+    assert "Tensor pipe busier in the reference" in result.output
+    assert "tensor pipe active 0.00 % of elapsed cycles vs 90.53 % in the reference" in result.output
+
+
+def test_diff_json_and_markdown_carry_the_findings(fixture_file):
+    doc = json.loads(run("diff", fixture_file(PAIR), "--format", "json").output)
+    rules = [f["rule"] for f in doc["findings"]]
+    assert rules[0] == "tensor-pipe-below-reference" and len(rules) == 6
+    first = doc["findings"][0]
+    assert first["severity"] == "warning" and 0 < first["impact"] <= 1
+    quoted = {v["name"]: v for v in first["values"]}
+    assert abs(quoted["reference.tensor_pipe_pct"]["value"] - 90.53) < 0.005
+    assert quoted["reference.tensor_pipe_pct"]["unit"] == "%"
+    md = run("diff", fixture_file(PAIR), "--format", "markdown").output
+    assert "### Findings" in md and "**WARNING** Tensor pipe busier in the reference" in md
+
+
+def test_diff_with_a_user_rule_file_and_disable(fixture_file, tmp_path):
+    rules = tmp_path / "mine.toml"
+    rules.write_text(textwrap.dedent("""
+        [[rule]]
+        id = "dram-writes-vs-reference"
+        title = "More DRAM writes than the reference"
+        compares = "reference"
+        severity = "info"
+        section = "Memory Workload Analysis"
+        condition = "ratio.dram_write_bytes >= more"
+        message = "DRAM write {target.dram_write_bytes} vs {reference.dram_write_bytes} ({ratio.dram_write_bytes})"
+        hint = "Write each output once."
+        [rule.thresholds]
+        more = 1.5
+    """))
+    result = run("diff", fixture_file(PAIR), "--rules", rules, "--disable", "stall-long-scoreboard", "--format", "json")
+    assert result.exit_code == 0, result.output
+    by_rule = {f["rule"]: f for f in json.loads(result.output)["findings"]}
+    assert by_rule["dram-writes-vs-reference"]["message"] == "DRAM write 55.091 MB vs 26.179 MB (2.10x)"
+    assert "stall-long-scoreboard" not in by_rule
+
+
+def test_malformed_rule_file_is_one_line_and_exit_2(fixture_file, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(textwrap.dedent("""
+        [[rule]]
+        id = "broken"
+        title = "t"
+        compares = "reference"
+        severity = "serious"
+        section = "s"
+        condition = "target.fadd > 0"
+        message = "m"
+        hint = "h"
+    """))
+    proc = subprocess.run([sys.executable, "-m", "kernelscope", "diff", str(fixture_file(PAIR)), "--rules", str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"kernelscope: error: {bad}: rule 'broken': field 'severity': must be one of error, warning, info, not 'serious'"
+    ]

@@ -305,19 +305,12 @@ def print_profile_diff(report_path: str, has_reference: bool) -> None:
 
 
 def _print_findings(target_profile, ref_profile, console) -> None:
-    """Rule findings, once the rules engine exists in this installation."""
-    try:
-        from kernelscope.rules import engine  # noqa: F401
-    except ImportError:
-        return
-    evaluate = getattr(engine, "evaluate", None)
-    if evaluate is None:
-        return
-    try:
-        from kernelscope.reports.terminal import print_findings
-    except ImportError:
-        return
-    print_findings(evaluate(target_profile, ref_profile), console)
+    """The rule findings for the target against its reference, under the diff tables."""
+    from kernelscope.reports.findings import print_findings
+    from kernelscope.rules.engine import evaluate_all
+
+    rules = evaluate_all(target_profile, ref_profile)
+    print_findings(rules.findings, console, rules.not_evaluated)
 
 
 # --- sweep ------------------------------------------------------------------------------------

@@ -91,6 +91,7 @@ CASES = [
     ("stall-mio-throttle", "add", None, None, False),
     ("stall-wait", "fma_chain", None, None, True),
     ("stall-wait", "add", None, None, False),
+    ("stall-wait", "register_heavy", None, None, False),   # largest, but 0.32 cycles per instruction
     ("stall-gmma", "cublas_gemm", None, None, False),
     ("slower-than-baseline", "local_array", None, "scale_good", True),
     ("slower-than-baseline", "scale_good", None, "add", False),

@@ -74,7 +74,10 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
     )
     page.blocks.append(("What was compared", _identity_table([a, b], ["A", "B"])))
 
-    if profiles is not None:
+    static = any((side.get("session") or {}).get("tool") == "static" for side in (a, b))
+    if static:
+        page.notes.append("No roofline: a compile-only (static) profile has no measured FLOP/s or bytes.")
+    elif profiles is not None:
         roof = roofline(list(profiles), [profiles[0].name, profiles[1].name], ["A", "B"])
         _add_roofline(page, roof)
     else:
@@ -85,9 +88,8 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
            if r.get("share_a") is not None or r.get("share_b") is not None][:TOP_OPCODES]
     if mix:
         page.plots.append(Plot("instruction-mix", "Instruction mix",
-                               plots.instruction_mix_figure(mix, [f"A: {name_a}", f"B: {name_b}"]),
-                               "Share of all executed warp instructions (sass__inst_executed_per_opcode) for the "
-                               "opcodes whose share differs most between A and B."))
+                               plots.instruction_mix_figure(mix, [f"A: {name_a}", f"B: {name_b}"], executed=not static),
+                               _mix_caption(static) + " The opcodes whose share differs most between A and B."))
     else:
         page.notes.append("No instruction-mix plot: the per-opcode mix (InstructionStats section, "
                           "sass__inst_executed_per_opcode) was not collected for both kernels.")
@@ -105,6 +107,12 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
     if doc.get("instruction_mix"):
         page.blocks.append(("Instruction mix", _mix_table(doc["instruction_mix"])))
     return page
+
+
+def _mix_caption(static: bool) -> str:
+    if static:
+        return "Share of the SASS instructions in the binary per opcode (compile-only: not executed counts)."
+    return "Share of all executed warp instructions per opcode (sass__inst_executed_per_opcode)."
 
 
 def _largest_changes(views: dict[str, Any]) -> tuple[list[plots.ChangeRow], list[str]]:
@@ -183,12 +191,17 @@ def profiles_page(profiles: Sequence[KernelProfile], source: str, *, catalog: Ca
     from kernelscope.reports.structured import identity
 
     page.blocks.append(("Kernels", _identity_table([identity(p) for p in profiles], roles)))
-    _add_roofline(page, roofline(list(profiles), names, roles))
+    static = any(p.session.tool == "static" for p in profiles)
+    if static:
+        page.notes.append("No roofline: a compile-only (static) profile has no measured FLOP/s or bytes.")
+    else:
+        _add_roofline(page, roofline(list(profiles), names, roles))
     mix = _mix_rows(profiles)
     if mix:
         page.plots.append(Plot("instruction-mix", "Instruction mix",
-                               plots.instruction_mix_figure(mix, [f"{r}: {n}" for r, n in zip(roles, names)]),
-                               "Share of all executed warp instructions per opcode (the largest shares)."))
+                               plots.instruction_mix_figure(mix, [f"{r}: {n}" for r, n in zip(roles, names)],
+                                                            executed=not static),
+                               _mix_caption(static) + " The largest shares."))
     else:
         page.notes.append("No instruction-mix plot: the per-opcode mix (sass__inst_executed_per_opcode) was not collected.")
     per_kernel = [readings(p, catalog) for p in profiles]
@@ -225,7 +238,7 @@ def _add_roofline(page: Page, roof: Roofline) -> None:
         page.plots.insert(0, Plot("roofline", "Roofline", plots.roofline_figure(roof),
                                   "Each kernel at its measured FLOP/s and FLOP per DRAM byte, against the device's "
                                   "ceilings from the report's peak metrics (see 'Where the numbers come from')."))
-    else:
+    elif not any(n.startswith("No roofline") for n in roof.notes):
         page.notes.append(f"No roofline: the report lacks the metrics it needs (profile with the sections {SECTIONS_NEEDED}).")
     page.notes.extend(roof.notes)
     page.blocks.append(("Where the numbers come from", _roofline_sources(roof)))

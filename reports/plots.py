@@ -109,7 +109,7 @@ class MixRow:
     shares: list[float | None]       # fraction of all executed instructions per kernel, 0..1
 
 
-def instruction_mix_figure(rows: Sequence[MixRow], names: Sequence[str]):
+def instruction_mix_figure(rows: Sequence[MixRow], names: Sequence[str], *, executed: bool = True):
     """Grouped horizontal bars: each opcode's share of executed instructions, per kernel."""
     height = 1.2 + len(rows) * (0.12 + 0.09 * max(1, len(names)))
     fig = _figure(7.6, max(2.6, height))
@@ -122,7 +122,8 @@ def instruction_mix_figure(rows: Sequence[MixRow], names: Sequence[str]):
         ax.barh(ys, vals, height=bar * 0.95, color=role_colour(k), label=_short(name), gid=f"mix-bars-{k}")
     ax.set_yticks(range(len(rows)), [r.opcode for r in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("Share of executed warp instructions (%)")
+    ax.set_xlabel("Share of executed warp instructions (%)" if executed
+                  else "Share of SASS instructions in the binary (%, compile-only)")
     ax.grid(True, axis="x", alpha=0.25)
     ax.legend(fontsize=8, frameon=False, loc="lower right")
     ax.set_title("Instruction mix (opcodes whose share differs most)", fontsize=11, loc="left")

@@ -254,13 +254,32 @@ def device_ceilings(profiles: list[KernelProfile], placements: list[Placement]) 
     return ceilings, notes
 
 
+def _missing_kinds(missing: list[str]) -> str:
+    """Missing metric names, summarised by what they were needed for."""
+    kinds = []
+    if any("sass_thread_inst_executed" in m or "ops_path_tensor" in m or "cycles_elapsed" in m for m in missing):
+        kinds.append("FLOP counts")
+    if DRAM_READ in missing or DRAM_WRITE in missing:
+        kinds.append("DRAM bytes")
+    if DURATION in missing:
+        kinds.append("duration")
+    return ", ".join(kinds)
+
+
 def roofline(profiles: list[KernelProfile], labels: list[str], roles: list[str]) -> Roofline:
     placements = [place(p, label, role) for p, label, role in zip(profiles, labels, roles)]
     ceilings, notes = device_ceilings(profiles, placements)
+    how = f"profile with --set full, or add the ncu sections {SECTIONS_NEEDED.split(' (')[0]}"
+    if not ceilings and not any(p.placed for p in placements):
+        return Roofline(ceilings, placements, [f"No roofline: the report holds none of the roofline metrics; {how}."])
     for p in placements:
         if not p.placed:
-            what = ", ".join(p.missing) if p.missing else "no floating-point work or no DRAM traffic measured"
-            notes.append(f"{p.role} not placed: {what}")
+            what = (f"{_missing_kinds(p.missing)} not collected" if p.missing
+                    else "no floating-point work or no DRAM traffic measured")
+            notes.append(f"{p.role} not placed on the roofline: {what}.")
+        elif any(v is None for v in p.flops_by_pipe.values()):
+            left_out = [k for k, v in p.flops_by_pipe.items() if v is None]
+            notes.append(f"{p.role}: FLOPs leave out {', '.join(left_out)} work (its counters were not collected).")
     if any(p.missing for p in placements):
-        notes.append(f"to collect what is missing, profile with the sections {SECTIONS_NEEDED}")
+        notes.append(f"To collect what is missing, {how}.")
     return Roofline(ceilings=ceilings, placements=placements, notes=notes)

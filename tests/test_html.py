@@ -205,3 +205,17 @@ def test_user_errors_are_one_line(fixture_file, tmp_path, args, message):
     assert message in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "x.html").exists()
+
+
+def test_compile_only_profiles_get_no_roofline_and_say_so():
+    from kernelscope.profiler.record import KernelProfile, Session
+
+    static = KernelProfile(source="static:example", index=0, kind="static", name="example_kernel",
+                           demangled_name="example_kernel", session=Session(tool="static"),
+                           instruction_mix={"FFMA": 40.0, "LDG": 8.0, "STG": 4.0, "BRA": 2.0})
+    page = html.profiles_page([static], "static:example")
+    assert [p.name for p in page.plots] == ["instruction-mix"]
+    assert any("compile-only" in n for n in page.notes)
+    assert "in the binary" in page.plots[0].caption
+    text = html.render(page)
+    assert "compile-only (static)" in text

@@ -172,3 +172,21 @@ def test_references_agree_and_ignore_row_scale_on_cpu():
     rescaled = dict(no_eps, x=inputs["x"] * 8)
     torch.testing.assert_close(fused.reference_fp32(rescaled), fused.reference_fp32(no_eps),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_the_row_error_measure_catches_a_wrong_row_scale():
+    """The per-row error the GPU tests use: the unscaled GEMM, or each row scaled with the
+    rstd of the row 8 below (a fragment-row mix-up), is off by far more than the tolerance."""
+    import torch
+
+    inputs = fused.make_inputs({"M": 256, "N": 256, "K": 256}, "bfloat16", seed=2, device="cpu")
+    ref = fused.reference_fp32(inputs)
+    x = inputs["x"].float()
+    rstd = torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + fused.DEFAULT_EPS)
+    plain = x @ (inputs["gamma"].float()[:, None] * inputs["w"].float())
+    row_rms = ref.pow(2).mean(dim=1).sqrt()
+    right = plain * rstd
+    assert ((right - ref).pow(2).mean(dim=1).sqrt() / row_rms).max().item() < 1e-2
+    for wrong in (plain, plain * rstd.roll(8, dims=0), plain * rstd.mean()):
+        row_err = (wrong - ref).pow(2).mean(dim=1).sqrt() / row_rms
+        assert row_err.max().item() > 1.0

@@ -89,3 +89,14 @@ def test_screenshot_shows_the_page_painted(pages, tmp_path, name):
 
     assert near((0x1F, 0x6F, 0xD1)) > 200
     assert near((0xE0, 0x73, 0x1C) if name == "pair" else (0x2A, 0x9D, 0x4B)) > 200
+
+
+def test_console_messages_are_detected(tmp_path):
+    """The check above would see a console error: a page that logs one is caught."""
+    page = tmp_path / "planted.html"
+    page.write_text("<!DOCTYPE html><html><body><p>x</p><script>console.error('planted error'); "
+                    "undefinedFunction();</script></body></html>")
+    proc = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    console = [line for line in proc.stderr.splitlines() if CONSOLE.search(line)]
+    assert any("planted error" in line for line in console), proc.stderr[-2000:]
+    assert any("undefinedFunction" in line for line in console)

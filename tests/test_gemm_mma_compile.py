@@ -1,0 +1,122 @@
+"""Compile-only checks of gemm_mma (no GPU): the SASS holds the warp-level tensor-core path
+(HMMA, LDSM for A and LDSM.MT for N-major B, TMA loads) and no WGMMA, no local memory in the
+default build; it builds for sm_120a too; `kernelscope inspect` shows registers per wk_iters;
+invalid configs are refused with a reason; the residency arithmetic behind the persistent grid."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+from kernelscope.kernels import gemm_mma  # noqa: E402
+from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
+
+_OPCODE = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", re.M)
+
+
+def _opcodes(sass: str) -> list[str]:
+    return _OPCODE.findall(sass)
+
+
+def _count(ops, prefix):
+    return sum(1 for op in ops if op == prefix or op.startswith(prefix + "."))
+
+
+@pytest.mark.parametrize("config", [{}, {"b_major": "k", "raster": "row"}])
+def test_sm90a_sass_is_the_mma_sync_path_without_local_memory(config):
+    ck = gemm_mma.compile_gemm_mma(config, {"M": 1000, "N": 1024, "K": 1000}, "bfloat16", "sm_90a")
+    ops = _opcodes(ck.sass)
+    assert _count(ops, "HMMA") > 0 and _count(ops, "LDSM") > 0 and _count(ops, "UTMALDG") > 0
+    assert _count(ops, "HGMMA") == 0, "WGMMA in a kernel meant for the mma.sync path"
+    # A is K-major: plain ldmatrix; B N-major needs the transposing form.
+    assert "LDSM.16.M88.4" in ops
+    assert ("LDSM.16.MT88.4" in ops) == (config.get("b_major", "n") == "n")
+    assert all(op.startswith("HMMA.16816.F32.BF16") for op in ops if op.startswith("HMMA"))
+    assert _count(ops, "LDL") == 0 and _count(ops, "STL") == 0, "local memory traffic in SASS"
+    cfg = gemm_mma.MmaGemmConfig.from_mapping(config)
+    res = gemm_mma.kernel_resources(cfg, "bfloat16", config.get("b_major", "n"), "sm_90a")
+    assert res["stack_bytes"] == 0 and res["local_bytes"] == 0
+    assert res["resident_blocks_per_sm"] == 1
+
+
+def test_builds_for_sm120a():
+    ck = gemm_mma.compile_gemm_mma({"tile_n": 128}, None, "float16", "sm_120a")
+    ops = _opcodes(ck.sass)
+    assert _count(ops, "HMMA") > 0 and _count(ops, "LDSM") > 0 and _count(ops, "HGMMA") == 0
+    assert all(op.startswith("HMMA.16816.F32") for op in ops if op.startswith("HMMA"))
+
+
+def _inspect_registers(config: str, tmp_path) -> dict:
+    env = dict(os.environ, KERNELSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("CUTE_DSL_ARCH", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "inspect", "gemm_mma", "--config", config, "--format", "json"],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    profile = doc["kernels"][0]["profile"]
+    return {k: v["value"] for k, v in profile["metrics"].items()}
+
+
+def test_inspect_shows_registers_per_wk_iters(tmp_path):
+    # 128x256 tile, 8 warps: 128 fp32 accumulators per thread. One k-block of fragments ahead
+    # fits with room to spare; all four k-blocks of a stage do not fit in 255 registers.
+    one = _inspect_registers("wk_iters=1", tmp_path)
+    four = _inspect_registers("wk_iters=4", tmp_path)
+    assert one["launch__registers_per_thread"] < four["launch__registers_per_thread"] <= 255
+    assert one["static__stack_frame_bytes"] == 0
+    assert four["static__stack_frame_bytes"] > 0
+
+
+@pytest.mark.parametrize("bad,needle", [
+    ({"wk_iters": 3}, "wk_iters"),
+    ({"wk_iters": 0}, "wk_iters"),
+    ({"tile_k": 32}, "tile_k"),
+    ({"stages": 9}, "shared memory"),
+    ({"stages": 1}, "stages"),
+    ({"tile_n": 100}, "tile_n"),
+    ({"tile_m": 96, "warps_m": 4}, "tile_m"),
+    ({"tile_m": 256, "tile_n": 256}, "accumulators"),
+    ({"raster": "diagonal"}, "raster"),
+    ({"raster": "morton", "group": 6}, "power-of-two"),
+    ({"no_such_key": 1}, "unknown"),
+])
+def test_invalid_configs_are_refused_with_a_reason(bad, needle):
+    with pytest.raises(ConfigRejected, match=needle):
+        gemm_mma.compile_gemm_mma(bad, {"M": 256, "N": 256, "K": 256})
+
+
+@pytest.mark.parametrize("shape,dtype", [
+    ({"M": 256, "N": 250, "K": 256}, "bfloat16"),       # B rows not 16-byte aligned
+    ({"M": 256, "N": 256, "K": 20}, "bfloat16"),        # A rows not 16-byte aligned
+    ({"M": 0, "N": 256, "K": 256}, "bfloat16"),
+    ({"M": 256, "N": 256, "K": 256}, "float32"),
+])
+def test_unsupported_shapes_are_refused(shape, dtype):
+    with pytest.raises(ConfigRejected):
+        gemm_mma.compile_gemm_mma({}, shape, dtype)
+
+
+def test_stages_follow_the_architecture_shared_memory():
+    assert gemm_mma.resolve_config(gemm_mma.MmaGemmConfig(), "sm_90a").stages == 4
+    assert gemm_mma.resolve_config(gemm_mma.MmaGemmConfig(), "sm_120a").stages == 2
+    assert gemm_mma.resolve_config(gemm_mma.MmaGemmConfig(tile_n=128), "sm_120a").stages == 3
+    with pytest.raises(ConfigRejected, match="shared memory"):
+        gemm_mma.resolve_config(gemm_mma.MmaGemmConfig(stages=3), "sm_120a")
+
+
+@pytest.mark.parametrize("regs,threads,smem,arch,blocks", [
+    (233, 256, 198656, "sm_90a", 1),     # the default build: shared memory allows one
+    (128, 256, 40000, "sm_90a", 2),      # registers: 256 threads x 128 = half the file
+    (64, 128, 20000, "sm_90a", 8),       # 20 KB + 1 KB reserved: shared memory allows 10; registers 8
+    (168, 288, 1000, "sm_90a", 1),       # 9 warps of 168 registers
+    (146, 256, 99328, "sm_120a", 1),
+    (32, 1024, 0, "sm_120a", 1),         # threads: 1536 per SM
+])
+def test_resident_blocks_per_sm(regs, threads, smem, arch, blocks):
+    assert gemm_mma.resident_blocks_per_sm(regs, threads, smem, arch) == blocks

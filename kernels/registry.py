@@ -19,6 +19,7 @@ from kernelscope.kernels.spec import KernelSpec
 REGISTERED: dict[str, str] = {
     "rmsnorm": "kernelscope.kernels.rmsnorm:SPEC",
     "gemm": "kernelscope.kernels.gemm:GEMM_SPEC",
+    "gemm_mma": "kernelscope.kernels.gemm_mma:GEMM_MMA_SPEC",
     "gemm_rmsnorm": "kernelscope.kernels.gemm_rmsnorm:GEMM_RMSNORM_SPEC",
 }
 

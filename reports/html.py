@@ -47,6 +47,7 @@ class Page:
     title: str
     subtitle: str
     plots: list[Plot] = field(default_factory=list)
+    lead: str = ""                                                # HTML shown first (a gate's verdict)
     blocks: list[tuple[str, str]] = field(default_factory=list)   # (heading, HTML fragment), in page order
     findings: list[dict[str, Any]] | None = None                  # None: no rules ran
     notes: list[str] = field(default_factory=list)
@@ -304,13 +305,13 @@ def gate_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
     env = (doc.get("environment") or {}).get("differences") or []
     env_html = "".join(f"<li><code>{_e(d.get('key'))}</code>: baseline {_e(d.get('baseline'))}, current "
                        f"{_e(d.get('current'))} ({_e(', '.join(d.get('families') or []))} inconclusive)</li>" for d in env)
-    page.blocks.append(("Verdict", f"<p class=\"verdict v-{_e(str(verdict).lower())}\">{_e(verdict)}</p>"
-                                   f"<p>{_e(summary)}</p>" + (f"<p>Environment differs:</p><ul>{env_html}</ul>" if env else "")))
+    page.lead = (f"<p class=\"verdict v-{_e(str(verdict).lower())}\">{_e(verdict)}</p><p>{_e(summary)}</p>"
+                 + (f"<p>Environment differs:</p><ul>{env_html}</ul>" if env else ""))
     bars = []
     for case in doc.get("cases") or []:
         for m in case.get("metrics") or []:
             if _is_number(m.get("change")) and m["change"] != 0:
-                label = f"{case.get('case')}: {m.get('family')}:{m.get('metric')}"
+                label = f"{m.get('metric')} · {_shorten(str(m.get('kernel') or case.get('case')), 24)}"
                 bars.append(plots.VerdictRow(label, float(m["change"]), m.get("verdict", "")))
     bars.sort(key=lambda r: -abs(r.change))
     if bars:
@@ -512,7 +513,7 @@ td.worse { color: var(--bad); font-weight: 600; }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 18px; }
 figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 8px; background: #fff; }
 figcaption { color: var(--dim); font-size: 12px; margin-top: 4px; }
-svg.plot { width: 100%; height: auto; display: block; }
+svg.plot { width: 100%; max-width: 900px; height: auto; display: block; margin: 0 auto; }
 .finding { border-left: 4px solid var(--dim); background: var(--band); padding: 8px 12px; margin: 8px 0; border-radius: 4px; }
 .finding p { margin: 4px 0; } .finding ul.values { margin: 4px 0; padding-left: 20px; font-size: 12.5px; }
 .sev-error { border-color: var(--bad); } .sev-warning { border-color: #d4a017; } .sev-info { border-color: #1f6fd1; }
@@ -536,6 +537,8 @@ def render(page: Page) -> str:
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{_e(page.title)}</h1><p class=\"subtitle\">{_e(page.subtitle)}</p>",
     ]
+    if page.lead:
+        out.append(f"<section id=\"summary\">{page.lead}</section>")
     if page.findings is not None:
         out.append(f"<section id=\"findings\"><h2>Findings</h2>{_findings_html(page.findings)}</section>")
     if page.plots:

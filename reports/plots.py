@@ -214,9 +214,8 @@ def sweep_figure(bars: Sequence[SweepBar], *, percent_of_reference: bool, refere
         ax.annotate(f"{v:.1f}%" if percent_of_reference else f"{v:.4g} ms", (v, i), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize=7)
     if percent_of_reference:
-        ax.axvline(100.0, color="#333333", lw=1.2, ls="--")
-        ax.annotate(f"{reference or 'reference'} = 100%", (100.0, -0.6), fontsize=8, ha="center", va="bottom",
-                    annotation_clip=False)
+        ax.axvline(100.0, color="#333333", lw=1.2, ls="--", label=f"{reference or 'reference'} = 100%")
+        ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
         ax.set_xlabel("Speed relative to the reference (reference time / config time, %)")
         ax.set_xlim(0, max(vals + [100.0]) * 1.18)
     else:

@@ -276,9 +276,15 @@ def _tool_version(name: str) -> str | None:
     return lines[-1] if lines else None
 
 
+def _smi(field: str) -> str | None:
+    """One nvidia-smi query field of the first GPU (None when unavailable)."""
+    out = _command_output(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"])
+    value = out.splitlines()[0].strip() if out else None
+    return None if not value or value.startswith("[") or value == "N/A" else value
+
+
 def _driver_version() -> str | None:
-    out = _command_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
-    return out.splitlines()[0].strip() if out else None
+    return _smi("driver_version")
 
 
 def capture_environment(*, gpu: bool, ncu: Mapping[str, Any] | None = None, flush_l2: bool | None = None,
@@ -308,10 +314,19 @@ def capture_environment(*, gpu: bool, ncu: Mapping[str, Any] | None = None, flus
         env["cuda"] = torch.version.cuda
         env["torch"] = torch.__version__
         # Timing never locks clocks: the GPU runs at whatever clocks its driver picks.
-        env["timing"] = {"clock_control": "none", "flush_l2": flush_l2, "method": "cuda-events"}
+        # The settings that bound the clocks and power the driver may choose (not the
+        # momentary clocks, which move with every launch).
+        env["timing"] = {"clock_control": "none", "flush_l2": flush_l2, "method": "cuda-events",
+                         "application_clocks_mhz": _join(_smi("clocks.applications.graphics"),
+                                                         _smi("clocks.applications.memory")),
+                         "power_limit": _smi("power.limit")}
     if ncu is not None:
         env["ncu"] = dict(ncu)
     return env
+
+
+def _join(*parts: str | None) -> str | None:
+    return None if any(p is None for p in parts) else "/".join(parts)
 
 
 def _kernelscope_version() -> str:

@@ -119,7 +119,7 @@ def instruction_mix_figure(rows: Sequence[MixRow], names: Sequence[str], *, exec
     for k, name in enumerate(names):
         ys = [i + (k - (n - 1) / 2) * bar for i in range(len(rows))]
         vals = [(r.shares[k] or 0.0) * 100.0 for r in rows]
-        ax.barh(ys, vals, height=bar * 0.95, color=role_colour(k), label=_short(name), gid=f"mix-bars-{k}")
+        ax.barh(ys, vals, height=bar * 0.95, color=role_colour(k), label=_short(name))
     ax.set_yticks(range(len(rows)), [r.opcode for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("Share of executed warp instructions (%)" if executed
@@ -145,7 +145,7 @@ def metric_changes_figure(rows: Sequence[ChangeRow], name_a: str = "A", name_b: 
     ax = fig.add_subplot()
     colours = [_BETTER if r.better == "a" else _WORSE if r.better == "b" else _NEUTRAL for r in rows]
     ratios = [r.ratio for r in rows]
-    ax.barh(range(len(rows)), [x - 1.0 for x in ratios], left=1.0, color=colours, height=0.7, gid="change-bars")
+    ax.barh(range(len(rows)), [x - 1.0 for x in ratios], left=1.0, color=colours, height=0.7)
     ax.set_xscale("log")
     ax.axvline(1.0, color="#333333", lw=1)
     ax.set_yticks(range(len(rows)), [_short(r.label, 36) for r in rows], fontsize=8)
@@ -174,8 +174,7 @@ def gate_changes_figure(rows: Sequence[VerdictRow]):
     fig = _figure(7.6, max(2.6, 1.1 + 0.3 * len(rows)))
     ax = fig.add_subplot()
     vals = [r.change * 100.0 for r in rows]
-    ax.barh(range(len(rows)), vals, color=[_VERDICT_COLOURS.get(r.verdict, _NEUTRAL) for r in rows], height=0.7,
-            gid="gate-bars")
+    ax.barh(range(len(rows)), vals, color=[_VERDICT_COLOURS.get(r.verdict, _NEUTRAL) for r in rows], height=0.7)
     ax.axvline(0.0, color="#333333", lw=1)
     ax.set_yticks(range(len(rows)), [_short(r.label, 40) for r in rows], fontsize=8)
     ax.invert_yaxis()
@@ -207,7 +206,7 @@ def sweep_figure(bars: Sequence[SweepBar], *, percent_of_reference: bool, refere
         colours = [_BETTER if v >= 100.0 else role_colour(0) for v in vals]
     else:
         colours = [role_colour(0)] * len(vals)
-    ax.barh(range(len(bars)), vals, color=colours, height=0.7, gid="sweep-bars")
+    ax.barh(range(len(bars)), vals, color=colours, height=0.7)
     ax.set_yticks(range(len(bars)), [_short(b.label, 48) for b in bars], fontsize=8)
     ax.invert_yaxis()
     for i, v in enumerate(vals):
@@ -229,6 +228,8 @@ def sweep_figure(bars: Sequence[SweepBar], *, percent_of_reference: bool, refere
 # ----------------------------------------------------------------------------- output
 
 _SVG_PREAMBLE = re.compile(r"^.*?(?=<svg)", re.S)
+_ID = re.compile(r'\b(id)="([^"]+)"')
+_REF = re.compile(r'(url\(|href=")#([^)"]+)')
 
 
 def to_svg(fig, name: str) -> str:
@@ -243,6 +244,10 @@ def to_svg(fig, name: str) -> str:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"kernelscope-{name}"}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = _SVG_PREAMBLE.sub("", buf.getvalue(), count=1)
+    # matplotlib numbers its element ids per figure (figure_1, axes_1, ...): prefix them with
+    # the plot's name so ids stay unique on a page holding several plots.
+    svg = _ID.sub(lambda m: f'{m.group(1)}="{name}--{m.group(2)}"', svg)
+    svg = _REF.sub(lambda m: f"{m.group(1)}#{name}--{m.group(2)}", svg)
     return svg.replace("<svg ", f'<svg class="plot" data-plot="{name}" ', 1)
 
 

@@ -98,6 +98,9 @@ def test_pair_page_is_self_contained_and_complete(pair_page):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text, re.I)
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", text, re.I) and "@import" not in text
     assert {m for m in re.findall(r'data-plot="([\w-]+)"', text)} == {"roofline", "instruction-mix", "metric-changes"}
+    ids = re.findall(r'\bid="([^"]+)"', text)
+    assert len(ids) == len(set(ids)), "element ids repeat across the page's plots"
+    assert all(ref in set(ids) for ref in re.findall(r'(?:url\(|href=")#([^)"]+)', text))
     for heading in ("What was compared", "Where the numbers come from", "Metric views, side by side", "Instruction mix"):
         assert f"<h2>{heading}</h2>" in text
     # The views hold both kernels' values side by side, and the roofline sources name the metrics.

@@ -9,6 +9,8 @@ bf16, X (M x K) row-major with rows of very different norms, W (K x N) row-major
 - cublas_gemm: torch.mm(x, W', out=...): the same GEMM with no normalisation, the floor the
   fused kernel is held to (target: fused <= 1.02x its time).
 - torch_unfused: torch.mm(F.rms_norm(x, (K,), g, eps), W, out=...) (target: fused >= 1.05x faster).
+- kernelscope_gemm (--with-gemm): kernels/gemm.py with the same tile and cluster on x and W': what
+  the norm costs over the same GEMM kernel structure.
 Timing: kernelscope.profiler.timing.time_callable (CUDA events per launch, L2 flushed before each
 launch, warm-up, median); each side twice, interleaved, reported as the mean of the two medians.
 Every shape is checked against the fp32 reference first (relative Frobenius error, worst row).
@@ -19,6 +21,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 
@@ -33,6 +36,10 @@ def _parse_args(argv):
     p.add_argument("--also", help="JSON list of further configs, timed at the first --also-shapes")
     p.add_argument("--also-shapes", type=int, default=2, help="how many shapes the --also configs run")
     p.add_argument("--rep-ms", type=float, default=100.0, help="timed budget per measurement")
+    p.add_argument("--with-gemm", action="store_true",
+                   help="also time kernelscope's own gemm (same tile and cluster) on x and W': the "
+                        "fused kernel's cost over the same GEMM without the norm")
+    p.add_argument("--passes", type=int, default=2, help="interleaved timing passes per side")
     return p.parse_args(argv)
 
 
@@ -81,6 +88,12 @@ def main(argv=None):
         cublas = lambda: torch.mm(x, w_folded, out=gemm_out)  # noqa: E731
         unfused = lambda: torch.mm(F.rms_norm(x, (K,), gamma, eps), w, out=unfused_out)  # noqa: E731
         unfused()
+        sides = {"cublas_gemm": cublas, "torch_unfused": unfused}
+        if args.with_gemm:
+            from kernelscope.kernels import gemm as plain
+            gcfg = plain.GemmConfig(tile_n=base_cfg.tile_n, cluster=tuple(base_cfg.cluster),
+                                    raster=base_cfg.raster, swizzle=base_cfg.swizzle)
+            sides["kernelscope_gemm"] = plain.bind_gemm(gcfg, {"a": x, "b": w_folded, "out": gemm_out})
         torch.cuda.synchronize()
         unfused_acc = _accuracy(unfused_out, ref)
         for cfg in [base_cfg] + (extra_cfgs if i < args.also_shapes else []):
@@ -93,10 +106,10 @@ def main(argv=None):
             torch.cuda.synchronize()
             acc = _accuracy(out, ref)
             passes = []
-            for _ in range(2):
+            for _ in range(args.passes):
                 passes.append([time_callable(f, rep_ms=args.rep_ms, flush_l2=True)
-                               for f in (run, cublas, unfused)])
-            ms = [sum(p[j].median_ms for p in passes) / 2 for j in range(3)]
+                               for f in [run] + list(sides.values())])
+            ms = [sum(p[j].median_ms for p in passes) / len(passes) for j in range(1 + len(sides))]
             flops = 2.0 * M * N * K
             row = {
                 "shape": shape, "config": cfg.to_dict(), "stages": fused.ring_stages(cfg),
@@ -105,47 +118,71 @@ def main(argv=None):
                 "fused_over_gemm": ms[0] / ms[1], "unfused_over_fused": ms[2] / ms[0],
                 "meets_gemm_target": ms[0] / ms[1] <= 1.02, "meets_unfused_target": ms[2] / ms[0] >= 1.05,
                 "fold_ms": fold_ms, "bind_s": bind_s,
+                "kernelscope_gemm_ms": ms[3] if args.with_gemm else None,
+                "fused_over_kernelscope_gemm": ms[0] / ms[3] if args.with_gemm else None,
                 "fused_accuracy": acc, "torch_unfused_accuracy": unfused_acc,
                 "passes": [{name: t.to_dict() | {"samples_ms": None}
-                            for name, t in zip(("fused", "cublas_gemm", "torch_unfused"), p)} for p in passes],
+                            for name, t in zip(["fused"] + list(sides), p)} for p in passes],
             }
+            # Paired per pass (same thermal and clock state): the median over passes of the
+            # ratio within each pass, steadier than the ratio of means when the clock drifts.
+            row["paired_fused_over_gemm"] = statistics.median(p[0].median_ms / p[1].median_ms for p in passes)
+            row["paired_unfused_over_fused"] = statistics.median(p[2].median_ms / p[0].median_ms for p in passes)
             rows.append(row)
-            print(f"{M:>5}x{N:>5}x{K:>5} fused {ms[0]:.4f} ms ({row['fused_tflops']:.0f} TF/s)  gemm "
-                  f"{ms[1]:.4f}  unfused {ms[2]:.4f}  fused/gemm {row['fused_over_gemm']:.3f}  "
-                  f"unfused/fused {row['unfused_over_fused']:.3f}  err {acc['rel_norm_error']:.1e} "
-                  f"row {acc['worst_row_rel_error']:.1e} (torch {unfused_acc['worst_row_rel_error']:.1e})  "
-                  f"passes {passes[0][0].median_ms:.4f}/{passes[1][0].median_ms:.4f}  "
-                  f"{'' if cfg == base_cfg else cfg}", flush=True)
+            ours = f" own-gemm {ms[3]:.4f} f/own {ms[0] / ms[3]:.3f}" if args.with_gemm else ""
+            print(f"{M:>5}x{N:>5}x{K:>5} fused {ms[0]:.4f} cublas {ms[1]:.4f} unfused {ms[2]:.4f}{ours} "
+                  f"f/cublas {row['fused_over_gemm']:.3f} unf/f {row['unfused_over_fused']:.3f} "
+                  f"err {acc['rel_norm_error']:.1e} row {acc['worst_row_rel_error']:.1e} "
+                  f"fused passes {'/'.join(f'{p[0].median_ms:.3f}' for p in passes)} "
+                  f"{'' if cfg == base_cfg else _short(cfg, base_cfg)}", flush=True)
+        if args.out:
+            _write(args, argv, dev, torch, rows, base_cfg, final=False)
+    summary = _write(args, argv, dev, torch, rows, base_cfg, final=True) if args.out else _summary(rows, base_cfg)
+    print(json.dumps(summary))
+    return 0
+
+
+def _short(cfg, base):
+    return ",".join(f"{k}={v}" for k, v in cfg.to_dict().items() if base.to_dict()[k] != v)
+
+
+def _summary(rows, base_cfg):
     base_rows = [r for r in rows if r["config"] == base_cfg.to_dict()]
     geo = lambda key: math.exp(sum(math.log(r[key]) for r in base_rows) / len(base_rows))  # noqa: E731
-    summary = {"geomean_fused_over_gemm": geo("fused_over_gemm"),
-               "geomean_unfused_over_fused": geo("unfused_over_fused"),
-               "shapes_meeting_gemm_target": sum(r["meets_gemm_target"] for r in base_rows),
-               "shapes_meeting_unfused_target": sum(r["meets_unfused_target"] for r in base_rows),
-               "shapes": len(base_rows),
-               "max_rel_norm_error": max(r["fused_accuracy"]["rel_norm_error"] for r in rows),
-               "max_worst_row_rel_error": max(r["fused_accuracy"]["worst_row_rel_error"] for r in rows)}
-    print(json.dumps(summary))
-    if args.out:
-        import cutlass
-        result = {
-            "kernel": "gemm_rmsnorm", "dtype": "bfloat16",
-            "layout": "X row-major, W (K x N) row-major, Y row-major; gain folded into W before timing",
-            "device": dev.name, "sm_count": dev.multi_processor_count, "torch": torch.__version__,
-            "cuda": torch.version.cuda, "cutlass_dsl": getattr(cutlass, "__version__", None),
-            "python": platform.python_version(),
-            "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
-                      "before each, warm-up, median; two interleaved passes per side, mean of medians",
-            "inputs": "x rows scaled by 10^u, u uniform in [-3, 3]; gamma = 1 + 0.5 N(0,1); "
-                      "w = N(0,1)/sqrt(K); eps 1e-6",
-            "summary": summary, "results": rows,
-            "command": " ".join(["python3", "benchmarks/bench_gemm_rmsnorm.py"] + list(argv or sys.argv[1:])),
-        }
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+    return {"geomean_fused_over_gemm": geo("fused_over_gemm"),
+            "geomean_unfused_over_fused": geo("unfused_over_fused"),
+            "shapes_meeting_gemm_target": sum(r["meets_gemm_target"] for r in base_rows),
+            "shapes_meeting_unfused_target": sum(r["meets_unfused_target"] for r in base_rows),
+            "geomean_paired_fused_over_gemm": geo("paired_fused_over_gemm"),
+            "geomean_paired_unfused_over_fused": geo("paired_unfused_over_fused"),
+            "shapes": len(base_rows),
+            "max_rel_norm_error": max(r["fused_accuracy"]["rel_norm_error"] for r in rows),
+            "max_worst_row_rel_error": max(r["fused_accuracy"]["worst_row_rel_error"] for r in rows)}
+
+
+def _write(args, argv, dev, torch, rows, base_cfg, final):
+    """Write the JSON (after every shape too, so a run cut short keeps what it measured)."""
+    import cutlass
+    summary = _summary(rows, base_cfg)
+    result = {
+        "kernel": "gemm_rmsnorm", "dtype": "bfloat16", "complete": final,
+        "layout": "X row-major, W (K x N) row-major, Y row-major; gain folded into W before timing",
+        "device": dev.name, "sm_count": dev.multi_processor_count, "torch": torch.__version__,
+        "cuda": torch.version.cuda, "cutlass_dsl": getattr(cutlass, "__version__", None),
+        "python": platform.python_version(),
+        "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
+                  f"before each, warm-up, median; {args.passes} interleaved passes per side, mean of medians",
+        "inputs": "x rows scaled by 10^u, u uniform in [-3, 3]; gamma = 1 + 0.5 N(0,1); "
+                  "w = N(0,1)/sqrt(K); eps 1e-6",
+        "summary": summary, "results": rows,
+        "command": " ".join(["python3", "benchmarks/bench_gemm_rmsnorm.py"] + list(argv or sys.argv[1:])),
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    if final:
         print(f"wrote {args.out}")
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

@@ -45,17 +45,17 @@ def _is_sweep(doc: object) -> bool:
     return isinstance(doc, dict) and "rows" in doc and "target" in doc and "reference_timing" in doc
 
 
-def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> list[dict] | None:
+def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> dict | None:
     """Rule findings for a pair, where this installation has the rules engine (None: no rules ran)."""
     try:
         from kernelscope.rules import engine
     except ImportError:
         return None
-    findings_for = getattr(engine, "findings_for", None)
-    if findings_for is None:
+    evaluate_all = getattr(engine, "evaluate_all", None)
+    if evaluate_all is None:
         return None
-    found = findings_for(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
-    return [f.to_dict() for f in found]
+    result = evaluate_all(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
+    return {"findings": [f.to_dict() for f in result.findings], "rules_not_evaluated": dict(result.not_evaluated)}
 
 
 def _pair_page(a, b, options):
@@ -65,8 +65,7 @@ def _pair_page(a, b, options):
 
     catalog = load_catalog(options.catalog_files)
     comparison = compare(a, b, catalog)
-    findings = _findings(a, b, options.rule_files, options.disabled, catalog)
-    doc = structured.diff_document(comparison, {"findings": findings} if findings is not None else None)
+    doc = structured.diff_document(comparison, _findings(a, b, options.rule_files, options.disabled, catalog))
     return html.comparison_page(doc, (a, b), title=options.title)
 
 

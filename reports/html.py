@@ -50,6 +50,7 @@ class Page:
     lead: str = ""                                                # HTML shown first (a gate's verdict)
     blocks: list[tuple[str, str]] = field(default_factory=list)   # (heading, HTML fragment), in page order
     findings: list[dict[str, Any]] | None = None                  # None: no rules ran
+    rules_not_evaluated: dict[str, list[str]] = field(default_factory=dict)   # rule id -> metrics missing
     notes: list[str] = field(default_factory=list)
 
 
@@ -72,6 +73,7 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
         title=title or f"{_shorten(name_a)} vs {_shorten(name_b)}",
         subtitle="A is the kernel, B the reference; the change column is A - B.",
         findings=doc.get("findings"),
+        rules_not_evaluated=dict(doc.get("rules_not_evaluated") or {}),
     )
     page.blocks.append(("What was compared", _identity_table([a, b], ["A", "B"])))
 
@@ -540,7 +542,11 @@ def render(page: Page) -> str:
     if page.lead:
         out.append(f"<section id=\"summary\">{page.lead}</section>")
     if page.findings is not None:
-        out.append(f"<section id=\"findings\"><h2>Findings</h2>{_findings_html(page.findings)}</section>")
+        skipped = ""
+        if page.rules_not_evaluated:
+            names = ", ".join(f"{rule} ({', '.join(missing) or 'data missing'})" for rule, missing in page.rules_not_evaluated.items())
+            skipped = f"<p class=\"dim\">Not evaluated (metrics not collected): {_e(names)}</p>"
+        out.append(f"<section id=\"findings\"><h2>Findings</h2>{_findings_html(page.findings)}{skipped}</section>")
     if page.plots:
         figs = "".join(
             f"<figure id=\"plot-{_e(p.name)}\">{plots.to_svg(p.figure, p.name)}<figcaption>{_e(p.caption)}</figcaption></figure>"

@@ -117,6 +117,7 @@ def test_findings_are_shown_when_the_document_has_them(fixture_file, tmp_path):
         "rule_file": "builtin", "values": [{"name": "target.branch_ratio", "value": 4.1, "unit": "%", "text": "4.10 %"}],
         "assumptions": [],
     }]
+    doc["rules_not_evaluated"] = {"tail-wave": ["target.waves_per_sm"]}
     path = tmp_path / "diff.json"
     path.write_text(json.dumps(doc))
     text = html.render(build_page((str(path),)))
@@ -124,6 +125,7 @@ def test_findings_are_shown_when_the_document_has_them(fixture_file, tmp_path):
     assert "Example finding &lt;b&gt;escaped&lt;/b&gt;" in section
     assert "95% more branch instructions" in section and "Hoist the bounds check." in section
     assert "4.10 %" in section and "25% of the time" in section
+    assert "Not evaluated (metrics not collected): tail-wave (target.waves_per_sm)" in section
     # A diff JSON has catalog values only: no roofline, and the page says why.
     assert 'data-plot="roofline"' not in text and "No roofline: a diff JSON" in text
 

@@ -96,13 +96,20 @@ class TmaStoreEpilogue:
             cute.copy(tiled_r2s, r_out, tRS_sC[(None, None, None, buf)])
             # stmatrix / st.shared are generic-proxy writes; TMA reads through the async proxy.
             cute.arch.fence_proxy("async.shared", space="cta")
+            if warp_idx == self.store_warp:
+                # After the barrier below the writers move on to the next buffer, whose last
+                # store (issued `stages - 1` subtiles ago) must have finished reading it.
+                cute.arch.cp_async_bulk_wait_group(self.stages - 2 if self.stages > 1 else 0,
+                                                   read=True)
             self._sync()
             if warp_idx == self.store_warp:
                 cute.copy(tma_atom_c, sC_tma[(None, buf)], gC_tma[(None, (0, sub))])
                 cute.arch.cp_async_bulk_commit_group()
-                # The buffer written next must no longer be read by an in-flight store.
-                cute.arch.cp_async_bulk_wait_group(self.stages - 1, read=True)
-            self._sync()
+            if cutlass.const_expr(self.stages == 1):
+                # One buffer: its store must finish reading before anyone writes it again.
+                if warp_idx == self.store_warp:
+                    cute.arch.cp_async_bulk_wait_group(0, read=True)
+                self._sync()
 
     @cute.jit
     def drain(self, warp_idx):

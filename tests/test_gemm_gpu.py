@@ -86,6 +86,8 @@ def test_odd_shapes(M, N, K):
     {"stages": 2},
     {"stages": 3, "epi_n": 64, "epi_stages": 2},
     {"epi_n": 16},
+    {"epi_stages": 1},
+    {"epi_stages": 2},
 ])
 def test_configs(config):
     _check(config, 1000, 3000, 1000, seed=7)

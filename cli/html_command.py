@@ -108,11 +108,103 @@ def build_page(inputs: tuple[str, ...], options: PageOptions | None = None):
             return html.gate_page(doc, title=title)
         if _is_sweep(doc):
             return html.sweep_page(doc, title=title)
+        if _is_profile_sidecar(doc):
+            return _profile_run_page(_sidecar_report(path, doc), doc, options)
         if schema != "kernelscope.show":
             raise UserError(f"{path}: not a kernelscope result kernelscope report can show (expected a diff, show or "
-                            "gate JSON, or a `sweep --json` file)")
+                            "gate JSON, a `sweep --json` file or the .kernelscope.json beside a `profile` report)")
+    elif selector is None:
+        page = _profile_run_page(path, _sidecar_of(path), options)
+        if page is not None:
+            return page
     profiles = _pick(load_profiles(path), selector, path)
     return _profiles_page(profiles, path, options)
+
+
+# --- reports made by `kernelscope profile` ------------------------------------------------------
+
+SIDECAR_SUFFIX = ".kernelscope.json"
+
+
+def _is_profile_sidecar(doc: object) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("request"), dict) and "command_line" in doc
+
+
+def _sidecar_of(report: str) -> dict | None:
+    path = Path(report + SIDECAR_SUFFIX)
+    if not path.exists():
+        return None
+    doc = _read_json(str(path))
+    return doc if _is_profile_sidecar(doc) else None
+
+
+def _sidecar_report(sidecar_path: str, doc: dict) -> str:
+    """The report a `profile` sidecar describes: beside it, else where the sidecar says."""
+    candidates = []
+    if sidecar_path.endswith(SIDECAR_SUFFIX):
+        candidates.append(sidecar_path[: -len(SIDECAR_SUFFIX)])
+    if doc["request"].get("report_path"):
+        candidates.append(str(doc["request"]["report_path"]))
+    for candidate in candidates:
+        if Path(candidate).exists():
+            return candidate
+    raise UserError(f"{sidecar_path}: the report it describes is not there ({' or '.join(candidates) or 'no path given'})")
+
+
+def _profile_run_page(report: str, sidecar: dict | None, options: PageOptions):
+    """Target against reference from a `profile` report: launches grouped by their NVTX ranges.
+
+    None when the report was not made by `profile` (no target range in it)."""
+    from kernelscope.profiler.sources import load_profiles
+    from kernelscope.profiler.worker import NVTX_PREFIX, REFERENCE_RANGE, TARGET_RANGE
+    from kernelscope.reports import html
+
+    by_name = {p.name: p for p in load_profiles(report, group_nvtx_prefix=NVTX_PREFIX)}
+    target, reference = by_name.get(TARGET_RANGE), by_name.get(REFERENCE_RANGE)
+    if target is None:
+        if sidecar is not None:
+            raise UserError(f"{report}: no launch of the target was captured")
+        return None
+    request = (sidecar or {}).get("request") or {}
+    name = request.get("target") or target.demangled_name
+    target.name = name
+    if reference is not None:
+        ref_name = request.get("reference") or reference.demangled_name
+        reference.name = ref_name
+        page = _pair_page(target, reference, PageOptions(options.title or f"{_short(name)} vs {_short(ref_name)}",
+                                                                  *_rest(options)))
+    else:
+        page = html.profiles_page([target], report, title=options.title or _short(name))
+    facts = []
+    if request.get("shape"):
+        facts.append("shape " + ", ".join(f"{k}={v}" for k, v in request["shape"].items()))
+    for key in ("dtype", "section_set", "clock_control", "cache_control"):
+        if request.get(key) is not None:
+            facts.append(f"{key.replace('_', ' ')} {request[key]}")
+    if request.get("config"):
+        facts.append("config " + ", ".join(f"{k}={v}" for k, v in request["config"].items()))
+    if facts:
+        page.subtitle = f"{page.subtitle} Profiled by kernelscope: {'; '.join(facts)}."
+    status = (sidecar or {}).get("worker_status") or {}
+    if status.get("correct") is False:
+        page.notes.insert(0, f"The target's output was wrong: {status.get('bad_count')} elements over tolerance "
+                             f"(max abs error {_g(status.get('max_abs_error'))}); `kernelscope run` locates the errors.")
+    elif status.get("correct") is True:
+        page.notes.append(f"The target's output was checked against the fp32 reference: correct "
+                          f"(max abs error {_g(status.get('max_abs_error'))}).")
+    return page
+
+
+def _g(v) -> str:
+    return f"{v:.3g}" if isinstance(v, (int, float)) else "n/a"
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _rest(options: PageOptions) -> tuple:
+    return options.catalog_files, options.rule_files, options.disabled
 
 
 @click.command("report")

@@ -224,3 +224,17 @@ def test_compile_only_profiles_get_no_roofline_and_say_so():
     assert "in the binary" in page.plots[0].caption
     text = html.render(page)
     assert "compile-only (static)" in text
+
+
+def test_a_profile_report_is_target_against_reference(fixture_file):
+    """A report made by `kernelscope profile` (NVTX ranges ks:target / ks:reference, sidecar beside it)."""
+    report = fixture_file("h200-rmsnorm-vs-torch.quick.ncu-rep")
+    sidecar = fixture_file("h200-rmsnorm-vs-torch.quick.ncu-rep.kernelscope.json")
+    for inputs in ((str(report),), (str(sidecar),)):
+        page = build_page(inputs)
+        assert page.title == "rmsnorm vs torch.rmsnorm"
+        assert "shape M=16384, N=4096" in page.subtitle and "clock control none" in page.subtitle
+        assert {p.name for p in page.plots} == {"instruction-mix", "metric-changes"}
+        # The quick section set holds no roofline metrics: said once, not drawn.
+        assert any(n.startswith("No roofline: the report holds none") for n in page.notes)
+        assert any("correct (max abs error 0.0311)" in n for n in page.notes)

@@ -224,8 +224,9 @@ def report_cmd(inputs, output, png_dir, title, catalog_files, rule_files, disabl
 
     INPUT is a `diff`, `show` or `gate` JSON, a `sweep --json` result, or a report
     (FILE.ncu-rep[:REGEX] or FILE:@INDEX). Two INPUTs are a kernel (A) and its reference (B);
-    one report with exactly two matching kernels is read the same way. The page needs no
-    network: plots are inline SVG. --png DIR writes the same plots as images.
+    one report with exactly two matching kernels is read the same way, and a report made by
+    `profile` (or the .kernelscope.json beside it) is its target against its reference.
+    The page needs no network: plots are inline SVG. --png DIR writes the same plots as images.
     """
     if len(inputs) > 2:
         raise UserError(f"report takes one or two inputs, got {len(inputs)}")

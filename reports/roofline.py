@@ -120,10 +120,6 @@ class Roofline:
     def memory(self) -> Ceiling | None:
         return next((c for c in self.ceilings if c.kind == "memory"), None)
 
-    def compute(self, name: str | None = None) -> Ceiling | None:
-        tops = [c for c in self.ceilings if c.kind == "compute" and (name is None or c.name == name)]
-        return max(tops, key=lambda c: c.value) if tops else None
-
     def roof_for(self, p: Placement) -> Ceiling | None:
         """The compute ceiling a kernel is held against: the tensor roof for tensor work, else FP32."""
         compute = [c for c in self.ceilings if c.kind == "compute"]

@@ -1,6 +1,5 @@
 """`kernelscope report`: the page, its plots and the roofline, on the real report fixtures (no browser here)."""
 
-import io
 import json
 import re
 
@@ -9,7 +8,7 @@ from click.testing import CliRunner
 
 pytest.importorskip("matplotlib")
 
-from kernelscope.cli.html_command import PageOptions, build_page
+from kernelscope.cli.html_command import build_page
 from kernelscope.cli.main import _register, cli
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import html

@@ -455,16 +455,19 @@ def run_suite(suite: Suite, *, static_only: bool = False, use_cache: bool = True
     for case in suite.cases:
         if progress:
             progress(case.id)
-        entries, inspection = static_entries(case, use_cache=use_cache)
-        record = _case_record(case)
-        # Resolved by the inspection: the defaults the target filled in.
-        record["shape"], record["dtype"] = dict(inspection.shape), inspection.dtype
-        record["config"] = {k: v for k, v in inspection.config.items()}
-        record["static"] = entries
-        if gpu:
-            _measure_case(case, suite, record)
-            if case.ncu:
-                ncu_facts = _profile_case(case, suite, record, keep_reports)
+        try:
+            entries, inspection = static_entries(case, use_cache=use_cache)
+            record = _case_record(case)
+            # Resolved by the inspection: the defaults the target filled in.
+            record["shape"], record["dtype"] = dict(inspection.shape), inspection.dtype
+            record["config"] = {k: v for k, v in inspection.config.items()}
+            record["static"] = entries
+            if gpu:
+                _measure_case(case, suite, record)
+                if case.ncu:
+                    ncu_facts = _profile_case(case, suite, record, keep_reports)
+        except UserError as e:
+            raise UserError(f"case {case.id}: {e}", e.exit_code) from e
         cases.append(record)
     env = capture_environment(gpu=gpu, ncu=ncu_facts, flush_l2=suite.flush_l2 if gpu else None)
     return {

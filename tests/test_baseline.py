@@ -291,3 +291,30 @@ def test_markdown_and_junit_of_an_inconclusive_result():
     root = ET.fromstring(out.gate_junit(result))
     assert root.get("skipped") == "1"
     assert root.find("testsuite/testcase/skipped") is not None
+
+
+def test_gpu_suite_without_a_gpu_exits_3(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    code = _cli(["baseline", "save", "--suite", str(ROOT / "suites" / "gpu.toml"), "-o", str(tmp_path / "b.json")])
+    assert code == 3
+    assert "--static-only" in capsys.readouterr().err
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_case_errors_name_the_case(tmp_path, capsys):
+    suite = _suite(tmp_path, "[suite]\nstatic_only = true\n[[case]]\nname = 'bad'\ntarget = 'rmsnorm'\nconfig = {speed = 3}\n")
+    code = _cli(["baseline", "save", "--suite", str(suite), "-o", str(tmp_path / "b.json"), "--quiet"])
+    assert code == 2
+    assert "case bad:" in capsys.readouterr().err
+
+
+def test_slower_variant_is_rmsnorm_with_an_extra_knob():
+    from kernelscope.kernels import registry
+    from kernelscope.kernels.rmsnorm import SPEC
+
+    spec = registry.resolve(str(ROOT / "suites" / "slower_variants.py") + ":rmsnorm_with_extra_traffic")
+    assert spec.default_config == {**SPEC.default_config, "extra_mib": 0}
+    assert spec.reference_fp32 is SPEC.reference_fp32

@@ -209,6 +209,8 @@ DEFAULT_RULES: tuple[MetricRule, ...] = (
     MetricRule("counters:launch__*", rel=0.0, abs=0.0),
     MetricRule("counters:sass.*", rel=0.02, abs=64, better="lower"),
     MetricRule("counters:*bytes*", rel=0.05, abs=4096),
+    # Conflicts depend on which warps meet in a bank at the same time.
+    MetricRule("counters:l1tex__data_bank_conflicts_*", rel=0.05, abs=64),
     MetricRule("counters:*spilling*", rel=0.0, abs=0.0, better="lower"),
     MetricRule("counters:l1tex__t_bytes_pipe_lsu_mem_local_op_*", rel=0.0, abs=0.0, better="lower"),
     MetricRule("correctness:*", better="none"),

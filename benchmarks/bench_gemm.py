@@ -70,7 +70,7 @@ def main(argv=None):
         ref32 = a.float() @ b.float()
         cublas = lambda: torch.mm(a, b, out=ref_out)  # noqa: E731
         candidates = configs or [gemm.GemmConfig.from_mapping(json.loads(args.config))
-                                 if args.config else gemm.heuristic_config(shape)]
+                                 if args.config else gemm.heuristic_config(shape, dev.multi_processor_count)]
         for cfg in candidates:
             t0 = time.time()
             try:

@@ -343,7 +343,8 @@ def _kernel_class():
                 # ---------------- consumer warpgroups ----------------
                 cute.arch.setmaxregister_increase(self.consumer_regs)
                 ctidx = tidx - 128
-                wg = ctidx // 128
+                # Warp-uniform, so the WGMMA descriptors of A stay on the uniform datapath.
+                wg = cute.arch.make_warp_uniform(ctidx // 128)
                 thr_mma = tiled_mma.get_slice(wg * 128)
                 tCsA = thr_mma.partition_A(sA)
                 tCsB = thr_mma.partition_B(sB)
@@ -610,16 +611,26 @@ SUITE = [
 ]
 
 
-def heuristic_config(shape: dict[str, int]) -> GemmConfig:
-    """Per-shape default: big 128x256 tiles with a 2x1 cluster where the grid fills the GPU,
-    smaller tiles where it does not (skinny M)."""
+# Relative WGMMA-pipe efficiency of a 128x128 tile against 128x256 (more epilogue and more
+# operand bytes per FLOP); from the H200 sweeps in kernels/gemm_NOTES.md.
+_SMALL_TILE_EFFICIENCY = 0.93
+
+
+def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
+    """Per-shape default. M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
+    problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
+    persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency."""
     M, N = int(shape["M"]), int(shape["N"])
     if M <= 128:
         return GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1, cluster=(2, 1) if M > 64 else (1, 1))
-    tiles_big = math.ceil(M / 128) * math.ceil(N / 256)
-    if tiles_big < H100_SMS:
-        return GemmConfig(tile_m=128, tile_n=128, cluster=(1, 2) if M <= 512 else (2, 1))
-    return GemmConfig()
+
+    def cost(tile_n, eff):
+        tiles = math.ceil(M / 128) * math.ceil(N / tile_n)
+        return math.ceil(tiles / sms) * 128 * tile_n / eff
+
+    if cost(256, 1.0) <= cost(128, _SMALL_TILE_EFFICIENCY):
+        return GemmConfig()
+    return GemmConfig(tile_m=128, tile_n=128, cluster=(1, 2) if M <= 512 else (2, 1))
 
 
 def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda"):

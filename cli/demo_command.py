@@ -19,6 +19,8 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 RECORDED = PACKAGE_ROOT / "tests" / "fixtures"
 # (report, kernel A regex, kernel B regex, what it shows)
 DEMO_DIFFS = [
+    ("h200-gemm-vs-cublas-4096.quick.ncu-rep", "ks:target", "ks:reference",
+     "the shipped CuTe DSL GEMM (A) vs cuBLAS (B), bf16 4096^3, H200, `kernelscope profile`"),
     ("h200-cute-add-and-cublas-gemm.full.ncu-rep", "cutlass", "nvjet",
      "a CuTe DSL elementwise kernel (A) beside the cuBLAS bf16 GEMM (B), H200, full section set"),
 ]

@@ -66,6 +66,7 @@ class MmaGemmConfig:
     stages: int | None = None       # None: as many as shared memory holds (at most 6)
     raster: str = "morton"          # "row", "column" or "morton"
     group: int = 8                  # panel width (row/column) or Morton block side, in tiles
+    refill_at: int = 0              # k-block of each k-tile at which warp 0 issues the next TMA load
 
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "MmaGemmConfig":
@@ -119,6 +120,12 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
     if cfg.wk_iters not in range(1, cfg.k_blocks + 1) or cfg.k_blocks % cfg.wk_iters:
         raise ConfigRejected(
             f"wk_iters={cfg.wk_iters} must divide the {cfg.k_blocks} k-blocks of a {cfg.tile_k}-deep stage")
+    # The refill must come no later than the k-block at which the fragment loads wait for the next
+    # stage: with two stages that next stage is the one being refilled.
+    if cfg.refill_at not in range(cfg.k_blocks - cfg.wk_iters + 1):
+        raise ConfigRejected(
+            f"refill_at={cfg.refill_at} must be a k-block index no later than k_blocks - wk_iters = "
+            f"{cfg.k_blocks - cfg.wk_iters}, where the next stage is waited for")
     if cfg.raster not in RASTERS:
         raise ConfigRejected(f"raster must be one of {sorted(RASTERS)}, got {cfg.raster!r}")
     why = SchedulePolicy((1, 1), RASTERS[cfg.raster], cfg.group).validate()
@@ -340,15 +347,18 @@ def _kernel_class():
                         ring.consumer_release(stage, signals, dst)
                 # Every stage but the tile's last: fragment loads run ahead into the next stage.
                 for k in range(k_tiles - 1):
-                    # Refill the stage consumed one k-tile ago: every warp has long released it.
-                    self.issue_load(warp_idx, ring, k, stage, phase, ahead, k_tiles, tm, tn, tm_next,
-                                    tn_next, next_valid, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
                     nxt_stage = stage + 1
                     nxt_phase = phase
                     if nxt_stage == self.stages:
                         nxt_stage = cutlass.Int32(0)
                         nxt_phase ^= 1
                     for j in cutlass.range_constexpr(kb):
+                        if cutlass.const_expr(j == self.cfg.refill_at):
+                            # Refill the stage consumed one k-tile ago, once every warp released it;
+                            # later in the k-tile gives slower warps time to get there first.
+                            self.issue_load(warp_idx, ring, k, stage, phase, ahead, k_tiles, tm, tn,
+                                            tm_next, tn_next, next_valid, tma_a, tAgA, tAsA, tma_b,
+                                            tBgB, tBsB)
                         target = j + wk
                         ahead_stage = stage if target < kb else nxt_stage
                         t = target % kb
@@ -689,6 +699,7 @@ def _make_spec() -> KernelSpec:
             "stages": [None, 3, 4],
             "raster": ["row", "column", "morton"],
             "group": [4, 8, 16],
+            "refill_at": [0, 1, 2],
         },
         expected_sass=["HMMA", "LDSM", "UTMALDG"],
         archs=list(ARCHS),

@@ -64,6 +64,7 @@ def test_dtypes_and_b_major(dtype, b_major):
     {"tile_n": 128, "wk_iters": 4},                     # every k-block of a stage in registers
     {"tile_m": 256, "tile_n": 128, "warps_m": 4, "warps_n": 2},
     {"stages": 2},
+    {"stages": 2, "refill_at": 2},
     {"raster": "row", "group": 4},
     {"raster": "column", "group": 1},
     {"raster": "morton", "group": 2},

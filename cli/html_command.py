@@ -42,7 +42,8 @@ def _is_json(path: str) -> bool:
 
 
 def _is_sweep(doc: object) -> bool:
-    return isinstance(doc, dict) and "rows" in doc and "target" in doc and "reference_timing" in doc
+    return isinstance(doc, dict) and (doc.get("schema") == "kernelscope.sweep"
+                                      or ("rows" in doc and "target" in doc and "reference_timing" in doc))
 
 
 def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> dict | None:

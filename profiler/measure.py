@@ -25,6 +25,10 @@ from kernelscope.profiler.timing import Timing, gbps, tflops, time_callable
 COMPUTE_BOUND_INTENSITY = 10.0
 
 
+
+SWEEP_SCHEMA = "kernelscope.sweep"  # `sweep --json`, documented in docs/json-format.md
+SWEEP_SCHEMA_VERSION = 1
+
 @dataclass
 class Peaks:
     device: str
@@ -271,7 +275,8 @@ class SweepResult:
         return 100.0 * self.reference_timing.median_ms / row.timing.median_ms
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "reference": self.reference, "shape": self.shape, "dtype": self.dtype,
+        return {"schema": SWEEP_SCHEMA, "schema_version": SWEEP_SCHEMA_VERSION,
+                "target": self.target, "reference": self.reference, "shape": self.shape, "dtype": self.dtype,
                 "reference_timing": self.reference_timing.to_dict() if self.reference_timing else None,
                 "rows": [dict(r.to_dict(), speed_vs_reference_pct=self.speed_vs_reference(r))
                          for r in self.sorted_rows()]}

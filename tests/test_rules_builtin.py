@@ -3,7 +3,8 @@
 Reports (tests/fixtures/README.md):
   pair  h200-cute-add-and-cublas-gemm.full: [0] a CuTe DSL elementwise add, [1] a cuBLAS WGMMA GEMM
   rk    h200-rule-kernels: the deliberately flawed CuTe DSL kernels of tests/rule_kernels/bad_kernels.py,
-        one launch each in NVTX range rk:<name>
+        the project's GEMM in three configs and cuBLAS on the same problem, one launch each in NVTX
+        range rk:<name>
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ CASES = [
     ("branch-ratio-vs-reference", "add", "cublas_gemm", None, False),
     ("address-math-vs-reference", "add", "cublas_gemm", None, True),
     ("address-math-vs-reference", "cublas_gemm", "add", None, False),
+    ("register-moves-vs-reference", "register_shuffle", "scale_good", None, True),
     ("register-moves-vs-reference", "add", "cublas_gemm", None, False),
-    ("register-moves-vs-reference", "cublas_gemm", "add", None, False),
+    ("register-moves-vs-reference", "gemm_default", "cublas", None, False),
     ("instruction-inflation-vs-reference", "cublas_gemm", "add", None, True),
     ("instruction-inflation-vs-reference", "branchy", "scale_good", None, True),
     ("instruction-inflation-vs-reference", "add", "cublas_gemm", None, False),
@@ -81,6 +83,8 @@ CASES = [
     ("tensor-pipe-below-reference", "warp_mma", "cublas_gemm", None, True),
     ("tensor-pipe-below-reference", "add", "cublas_gemm", None, True),
     ("tensor-pipe-below-reference", "cublas_gemm", "add", None, False),
+    ("tensor-pipe-below-reference", "gemm_wg1_n128", "cublas", None, True),   # CuTe DSL GEMM vs cuBLAS, same problem
+    ("tensor-pipe-below-reference", "gemm_default", "cublas", None, False),
     ("sm-throughput-below-reference", "add", "cublas_gemm", None, True),
     ("sm-throughput-below-reference", "cublas_gemm", "add", None, False),
     ("stall-long-scoreboard", "add", None, None, True),
@@ -115,7 +119,7 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     covered_fire = {c[0] for c in CASES if c[4]}
     covered_quiet = {c[0] for c in CASES if not c[4]}
     static_only = {"local-memory-in-binary"}          # tested on compile-only profiles in test_rules_engine
-    without_fire = {"register-moves-vs-reference", "stall-gmma"}   # no real report makes them fire yet
+    without_fire = {"stall-gmma"}   # no real report makes it fire yet
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue
@@ -164,3 +168,18 @@ def test_device_limits_come_from_the_report(kernels):
     limit = next(q for q in finding.quoted if q.name == "reg_limit")
     assert limit.value == 255  # min(device__attribute_max_registers_per_thread, 65536 / (8 warps * 32))
     assert "237 registers/thread" in finding.message
+
+
+def test_cute_gemm_against_cublas_on_the_same_problem(kernels):
+    """The project's GEMM with one consumer warpgroup and 64x128 tiles against cuBLAS, 2048x2048x8192 bf16."""
+    ev = evaluate_all(kernels["gemm_wg1_n128"], kernels["cublas"])
+    by_id = {f.rule_id: f for f in ev.findings}
+    tensor = by_id["tensor-pipe-below-reference"].message
+    assert "64.10 % of elapsed cycles vs 89.35 % in the reference" in tensor
+    assert "HGMMA 1,048,576 vs 1,048,576" in tensor
+    assert "15,424,048 warp instructions executed vs 8,192,796" in by_id["instruction-inflation-vs-reference"].message
+    assert "IMAD 694,565 vs 14,464" in by_id["address-math-vs-reference"].message
+    assert "240 registers/thread is 94.1% of the 255" in by_id["register-pressure"].message
+    # The default config keeps the tensor pipe as busy as cuBLAS: no tensor-pipe finding there.
+    default = {f.rule_id for f in evaluate_all(kernels["gemm_default"], kernels["cublas"]).findings}
+    assert "tensor-pipe-below-reference" not in default and "instruction-inflation-vs-reference" not in default

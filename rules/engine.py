@@ -215,7 +215,7 @@ def load_rules(extra_files: Iterable[str | Path] = (), catalog: Catalog | None =
     a [thresholds.ID] table overrides named thresholds of an existing rule."""
     catalog = catalog or load_catalog()
     paths = tuple(str(p) for p in [*builtin_files(), *extra_files])
-    key = (paths, id(catalog))
+    key = (tuple(_file_identity(p) for p in paths), id(catalog))
     if key not in _LOADED:
         ruleset = RuleSet()
         for path in paths:
@@ -224,8 +224,17 @@ def load_rules(extra_files: Iterable[str | Path] = (), catalog: Catalog | None =
     return _LOADED[key]
 
 
-# Rule sets by (files, catalog): the catalog loader returns one object per set of catalog files.
-_LOADED: dict[tuple[tuple[str, ...], int], RuleSet] = {}
+# Rule sets by (files as they are now, catalog): the catalog loader returns one object per set of
+# catalog files; an edited rule file is read again.
+_LOADED: dict[tuple[tuple[tuple[str, int, int], ...], int], RuleSet] = {}
+
+
+def _file_identity(path: str) -> tuple[str, int, int]:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return (path, -1, -1)
+    return (path, st.st_mtime_ns, st.st_size)
 
 
 def _merge_file(ruleset: RuleSet, path: Path, catalog: Catalog) -> None:

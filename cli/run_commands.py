@@ -301,11 +301,20 @@ def print_profile_diff(report_path: str, has_reference: bool) -> None:
                   + (f", reference {ref_profile.launches} launch(es)" if ref_profile else ""))
     if ref_profile is not None:
         print_comparison(compare(target_profile, ref_profile), console)
-        _print_findings(target_profile, ref_profile, console)
+    else:
+        from kernelscope.profiler.catalog import load_catalog
+        from kernelscope.profiler.compare import readings
+        from kernelscope.reports.terminal import print_show
+
+        catalog = load_catalog()
+        measured = [v for v in catalog.view_names() if v != "static"]
+        print_show(console, [(target_profile, readings(target_profile, catalog, measured))],
+                   {v: catalog.views[v].title for v in measured})
+    _print_findings(target_profile, ref_profile, console)
 
 
 def _print_findings(target_profile, ref_profile, console) -> None:
-    """The rule findings for the target against its reference, under the diff tables."""
+    """The rule findings for the target (against its reference when there is one)."""
     from kernelscope.reports.findings import print_findings
     from kernelscope.rules.engine import evaluate_all
 

@@ -62,9 +62,9 @@ class MmaGemmConfig:
     tile_k: int = 64
     warps_m: int = 2
     warps_n: int = 4
-    wk_iters: int = 2               # k-blocks (16 deep) of fragments held in registers ahead of the MMAs
+    wk_iters: int = 1               # k-blocks (16 deep) of fragments held in registers ahead of the MMAs
     stages: int | None = None       # None: as many as shared memory holds (at most 6)
-    raster: str = "morton"          # "row", "column" or "morton"
+    raster: str = "row"             # "row", "column" or "morton"
     group: int = 8                  # panel width (row/column) or Morton block side, in tiles
     refill_at: int = 0              # k-block of each k-tile at which warp 0 issues the next TMA load
 

@@ -84,7 +84,8 @@ def test_inspect_shows_registers_per_wk_iters(tmp_path):
     ({"tile_m": 256, "tile_n": 256}, "accumulators"),
     ({"raster": "diagonal"}, "raster"),
     ({"raster": "morton", "group": 6}, "power-of-two"),
-    ({"refill_at": 3}, "refill_at"),
+    ({"refill_at": 4}, "refill_at"),
+    ({"wk_iters": 2, "refill_at": 3}, "refill_at"),
     ({"wk_iters": 4, "refill_at": 1}, "refill_at"),
     ({"no_such_key": 1}, "unknown"),
 ])

@@ -59,16 +59,19 @@ def test_dtypes_and_b_major(dtype, b_major):
     _check({}, 328, 1096, 840, dtype, b_major, seed=1)
 
 
-@pytest.mark.parametrize("config", [
-    {"wk_iters": 1},
-    {"tile_n": 128, "wk_iters": 4},                     # every k-block of a stage in registers
-    {"tile_m": 256, "tile_n": 128, "warps_m": 4, "warps_n": 2},
-    {"stages": 2},
-    {"stages": 2, "refill_at": 2},
-    {"raster": "row", "group": 4},
-    {"raster": "column", "group": 1},
-    {"raster": "morton", "group": 2},
-])
+_CONFIGS = {
+    "wk2-morton": {"wk_iters": 2, "raster": "morton"},
+    "tile128-wk4": {"tile_n": 128, "wk_iters": 4},          # every k-block of a stage in registers
+    "tile256x128": {"tile_m": 256, "tile_n": 128, "warps_m": 4, "warps_n": 2},
+    "stages2": {"stages": 2},
+    "stages2-wk2-refill2": {"stages": 2, "wk_iters": 2, "refill_at": 2},   # refill right at the wait
+    "row4": {"raster": "row", "group": 4},
+    "column1": {"raster": "column", "group": 1},
+    "morton2": {"raster": "morton", "group": 2},
+}
+
+
+@pytest.mark.parametrize("config", list(_CONFIGS.values()), ids=list(_CONFIGS))
 def test_configs(config):
     _check(config, 1000, 3000, 1000, seed=7)
 

@@ -44,11 +44,13 @@ def test_sm90a_sass_is_the_mma_sync_path_without_local_memory(config):
     assert res["resident_blocks_per_sm"] == 1
 
 
-def test_builds_for_sm120a():
-    ck = gemm_mma.compile_gemm_mma({"tile_n": 128}, None, "float16", "sm_120a")
+@pytest.mark.parametrize("config,dtype", [({}, "bfloat16"), ({"tile_n": 128}, "float16")])
+def test_builds_for_sm120a_without_local_memory(config, dtype):
+    ck = gemm_mma.compile_gemm_mma(config, None, dtype, "sm_120a")
     ops = _opcodes(ck.sass)
     assert _count(ops, "HMMA") > 0 and _count(ops, "LDSM") > 0 and _count(ops, "HGMMA") == 0
     assert all(op.startswith("HMMA.16816.F32") for op in ops if op.startswith("HMMA"))
+    assert _count(ops, "LDL") == 0 and _count(ops, "STL") == 0, "local memory traffic in SASS"
 
 
 def _inspect_registers(config: str, tmp_path) -> dict:

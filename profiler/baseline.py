@@ -52,7 +52,7 @@ COUNTER_METRICS = (
     "launch__block_size",
     "launch__cluster_size",
     "smsp__inst_executed.sum",
-    "smsp__sass_inst_executed_op_branch.sum",
+    "smsp__inst_executed_op_branch.sum",
     "smsp__sass_inst_executed_op_tma_ld.sum",
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
@@ -62,8 +62,8 @@ COUNTER_METRICS = (
     "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
     "derived__local_spilling_requests",
 )
 

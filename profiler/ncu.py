@@ -34,27 +34,25 @@ QUICK_SECTIONS = (
     "InstructionStats",
     "WarpStateStats",
 )
-# Catalog metrics that the sections above do not all carry, collected by name.
-QUICK_METRICS = (
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "l1tex__m_xbar2l1tex_read_bytes.sum",
-    "l1tex__m_l1tex2xbar_write_bytes.sum",
-    "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
-    "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
-    "smsp__sass_inst_executed_op_tma_ld.sum",
-    "lts__t_sector_hit_rate.pct",
-    "l1tex__t_sector_hit_rate.pct",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
-    "smsp__inst_executed.sum",
-    "smsp__sass_inst_executed_op_branch.sum",
-    "smsp__inst_executed_op_branch.sum",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__cycles_elapsed.avg",
-)
+def catalog_metrics() -> list[str]:
+    """Every raw metric the catalog's entries read, collected by name in the quick set.
+
+    The sections above carry most of them; naming them all keeps the catalog and the
+    quick set from drifting apart. Launch and device attributes are always collected;
+    derived metrics and the stall ratios exist only as section outputs (WarpStateStats),
+    so they are not named.
+    """
+    from kernelscope.profiler.catalog import load_catalog
+
+    names: list[str] = []
+    for definition in load_catalog().metrics.values():
+        for name in definition.raw_metrics():
+            if name.startswith(("launch__", "device__", "static__", "derived__", "smsp__average_warps_issue_stalled_")):
+                continue
+            if name not in names:
+                names.append(name)
+    return names
+
 CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
 PERMISSION_FIX = ("GPU performance counters are restricted to admin users (ERR_NVGPUCTRPERM): run as root, "
@@ -152,7 +150,7 @@ def worker_command(req: ProfileRequest, status_path: str | None) -> list[str]:
 
 def requested_metrics(req: ProfileRequest) -> list[str]:
     """Metrics collected by name: the quick set's catalog extras plus any the caller adds."""
-    metrics = list(QUICK_METRICS) if req.section_set == "quick" else []
+    metrics = catalog_metrics() if req.section_set == "quick" else []
     return metrics + [m for m in req.extra_metrics if m not in metrics]
 
 

@@ -140,10 +140,10 @@ def test_cli_input_errors_are_one_line():
 def test_metrics_unknown_to_ncu_are_dropped_not_fatal(tmp_path):
     req = _req(tmp_path, extra_metrics=["made_up__metric.sum"])
     wanted = ncu.requested_metrics(req)
-    assert wanted[: len(ncu.QUICK_METRICS)] == list(ncu.QUICK_METRICS) and wanted[-1] == "made_up__metric.sum"
-    known = {m.split(".", 1)[0] for m in ncu.QUICK_METRICS}
+    assert wanted[: len(ncu.catalog_metrics())] == list(ncu.catalog_metrics()) and wanted[-1] == "made_up__metric.sum"
+    known = {m.split(".", 1)[0] for m in ncu.catalog_metrics()}
     kept, dropped = ncu.drop_unknown_metrics(wanted, known)
-    assert kept == list(ncu.QUICK_METRICS) and dropped == ["made_up__metric.sum"]
+    assert kept == list(ncu.catalog_metrics()) and dropped == ["made_up__metric.sum"]
     assert ncu.drop_unknown_metrics(wanted, None) == (wanted, [])      # query failed: keep all
     fake = _fake_ncu(tmp_path, 'echo "dram__bytes_read   # of bytes read from DRAM"\n'
                                'echo "smsp__inst_executed   # of warp instructions"')

@@ -174,13 +174,16 @@ def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no
 
 # --- profile ----------------------------------------------------------------------------------
 
+from kernelscope.profiler.ncu import NAMED_SETS  # noqa: E402  (the set names the CLI accepts)
+
+
 def _section_set(sets: tuple[str, ...]):
     if not sets:
         return "quick"
-    if len(sets) == 1 and sets[0] in ("quick", "full"):
+    if len(sets) == 1 and sets[0] in NAMED_SETS:
         return sets[0]
-    if any(s in ("quick", "full") for s in sets):
-        raise UserError("--set quick and --set full cannot be combined with other sections")
+    if any(s in NAMED_SETS for s in sets):
+        raise UserError(f"--set {'/'.join(NAMED_SETS)} cannot be combined with other sections")
     return list(sets)
 
 
@@ -221,7 +224,8 @@ def load_pair(report_path: str, has_reference: bool):
 @click.option("--shape", default=None, help="e.g. M=4096,N=4096 (default: the target's first).")
 @click.option("--dtype", default=None)
 @click.option("--config", "configs", multiple=True, help="KEY=VALUE over the default config (repeatable).")
-@click.option("--set", "sets", multiple=True, help="quick (default), full, or ncu section names (repeatable).")
+@click.option("--set", "sets", multiple=True, help="quick (default: the catalog's metrics by name, fewest passes), sections (curated ncu sections), full, "
+                   "or ncu section names (repeatable).")
 @click.option("-o", "--output", "output", default=None, help="Report path (.ncu-rep); default in the current folder.")
 @click.option("--clock-control", "clock", type=click.Choice(["none", "base"]), default="none", show_default=True,
               help="ncu clock control: none leaves the GPU's clocks as they are; base locks them to base.")

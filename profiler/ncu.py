@@ -22,9 +22,14 @@ from typing import Any
 from kernelscope.errors import UserError
 from kernelscope.profiler import worker
 
-# Curated sections: the catalog metrics (launch, throughput, memory tables, instruction mix,
-# stalls, pipe utilisation) in far fewer replay passes than `--set full`; SourceCounters
-# (per-PC sampling) is left to `full` because it is the most expensive.
+# Named sets (`profile --set NAME`):
+#   quick     no sections: exactly the metrics the catalog, the rules and the roofline read,
+#             collected by name (launch and occupancy facts come with every launch) - the
+#             fewest replay passes that still fill every view;
+#   sections  the curated sections below plus those metrics (ncu's own section pages and
+#             rule output appear in the GUI);
+#   full      ncu's `--set full` (adds SourceCounters, per-PC sampling, the most passes).
+NAMED_SETS = ("quick", "sections", "full")
 QUICK_SECTIONS = (
     "SpeedOfLight",
     "LaunchStats",
@@ -34,6 +39,27 @@ QUICK_SECTIONS = (
     "InstructionStats",
     "WarpStateStats",
 )
+# Section outputs the quick set names itself, since it collects no sections: the stall
+# breakdown (WarpStateStats) and the executed-instruction mix (InstructionStats); the
+# roofline's inputs come from reports.roofline.required_metrics().
+STALL_REASONS = (
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle",
+    "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",
+    "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait",
+)
+QUICK_EXTRA_METRICS = (
+    "sass__inst_executed_per_opcode",
+    *(f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio" for reason in STALL_REASONS),
+)
+
+
+def quick_metrics() -> list[str]:
+    """The quick set: the catalog's metrics, the stall breakdown, the mix and the roofline inputs."""
+    from kernelscope.reports.roofline import required_metrics
+
+    return list(dict.fromkeys([*catalog_metrics(), *QUICK_EXTRA_METRICS, *required_metrics()]))
+
+
 def catalog_metrics() -> list[str]:
     """Every raw metric the catalog's entries read, collected by name in the quick set.
 
@@ -119,6 +145,8 @@ def normalise_report_path(path: str) -> str:
 def section_args(section_set: str | list[str]) -> list[str]:
     if isinstance(section_set, str):
         if section_set == "quick":
+            return []
+        if section_set == "sections":
             names: list[str] = list(QUICK_SECTIONS)
         elif section_set == "full":
             return ["--set", "full"]
@@ -150,7 +178,12 @@ def worker_command(req: ProfileRequest, status_path: str | None) -> list[str]:
 
 def requested_metrics(req: ProfileRequest) -> list[str]:
     """Metrics collected by name: the quick set's catalog extras plus any the caller adds."""
-    metrics = catalog_metrics() if req.section_set == "quick" else []
+    if req.section_set == "quick":
+        metrics = quick_metrics()
+    elif req.section_set == "sections":
+        metrics = catalog_metrics()
+    else:
+        metrics = []
     return metrics + [m for m in req.extra_metrics if m not in metrics]
 
 

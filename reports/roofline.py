@@ -67,6 +67,15 @@ _CEILINGS = (
 )
 
 
+def required_metrics() -> list[str]:
+    """Every metric the roofline reads (what a profile must collect to draw one)."""
+    names = [DURATION, DRAM_READ, DRAM_WRITE, CYCLES, CYCLES_FALLBACK, SM_CLOCK_MEASURED, DRAM_CLOCK, DRAM_PEAK_PER_CYCLE]
+    names += [metric for terms in PIPE_TERMS.values() for metric, _ in terms]
+    names += list(TENSOR_SOURCES)
+    names += [metric for _, metric, _, _ in _CEILINGS]
+    return list(dict.fromkeys(names))
+
+
 @dataclass
 class Ceiling:
     name: str

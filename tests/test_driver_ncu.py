@@ -30,11 +30,16 @@ def test_quick_command_filters_ranges_and_states_controls(tmp_path):
     assert "--nvtx" in cmd and cmd[i + 1] == "regex:ks:.*/"
     assert cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[cmd.index("--cache-control") + 1] == "all"
-    sections = [cmd[j + 1] for j, a in enumerate(cmd) if a == "--section"]
-    assert sections == list(ncu.QUICK_SECTIONS)
-    assert "InstructionStats" in sections and "WarpStateStats" in sections
+    # quick collects no sections: exactly the metrics the catalog, the rules and the roofline read
+    assert "--section" not in cmd and "--set" not in cmd
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert "dram__bytes_read.sum" in metrics and "l1tex__m_xbar2l1tex_read_bytes.sum" in metrics
+    assert "sass__inst_executed_per_opcode" in metrics
+    assert "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio" in metrics
+    assert "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in metrics
+    assert metrics == ncu.quick_metrics()
+    sections = ncu.build_command("/opt/ncu", _req(tmp_path, section_set="sections"))
+    assert [sections[j + 1] for j, a in enumerate(sections) if a == "--section"] == list(ncu.QUICK_SECTIONS)
     assert cmd[cmd.index("--export") + 1] == str(tmp_path / "r")     # ncu adds .ncu-rep
     w = cmd.index("kernelscope.profiler.worker")
     assert cmd[w - 1] == "-m" and cmd[w - 2] == sys.executable
@@ -140,10 +145,10 @@ def test_cli_input_errors_are_one_line():
 def test_metrics_unknown_to_ncu_are_dropped_not_fatal(tmp_path):
     req = _req(tmp_path, extra_metrics=["made_up__metric.sum"])
     wanted = ncu.requested_metrics(req)
-    assert wanted[: len(ncu.catalog_metrics())] == list(ncu.catalog_metrics()) and wanted[-1] == "made_up__metric.sum"
-    known = {m.split(".", 1)[0] for m in ncu.catalog_metrics()}
+    assert wanted[: len(ncu.quick_metrics())] == ncu.quick_metrics() and wanted[-1] == "made_up__metric.sum"
+    known = {m.split(".", 1)[0] for m in ncu.quick_metrics()}
     kept, dropped = ncu.drop_unknown_metrics(wanted, known)
-    assert kept == list(ncu.catalog_metrics()) and dropped == ["made_up__metric.sum"]
+    assert kept == ncu.quick_metrics() and dropped == ["made_up__metric.sum"]
     assert ncu.drop_unknown_metrics(wanted, None) == (wanted, [])      # query failed: keep all
     fake = _fake_ncu(tmp_path, 'echo "dram__bytes_read   # of bytes read from DRAM"\n'
                                'echo "smsp__inst_executed   # of warp instructions"')

@@ -24,7 +24,13 @@ import os
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
-from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec, disassemble_cubin
+from kernelscope.kernels import gemm_problem
+from kernelscope.kernels.cute_build import (
+    H100_SMS, artifact_options, artifacts, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
+    fake_stream, gpu_available, kernel_names, max_active_clusters, sass_of, to_cute)
+from kernelscope.kernels.gemm_problem import (
+    SUITE, make_inputs, parse_cluster, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
 # Shared memory per CTA on sm_90 (227 KiB usable by a block) and what the kernel keeps beside the
 # operand ring: the barrier words and alignment slack.
@@ -34,7 +40,6 @@ DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 MAJORS_A = ("k", "m")
 MAJORS_B = ("n", "k")      # B is K x N: "n" = row-major (N contiguous), "k" = column-major
-H100_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -53,15 +58,9 @@ class GemmConfig:
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "GemmConfig":
         cfg = dict(cfg or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ConfigRejected(f"unknown gemm config keys {unknown}; known: {sorted(known)}")
-        if "cluster" in cfg and cfg["cluster"] is not None:
-            c = cfg["cluster"]
-            if isinstance(c, str):
-                c = tuple(int(x) for x in c.lower().replace("x", ",").split(","))
-            cfg["cluster"] = tuple(int(x) for x in c)
+        reject_unknown_keys(cfg, cls, "gemm")
+        if cfg.get("cluster") is not None:
+            cfg["cluster"] = parse_cluster(cfg["cluster"])
         return cls(**cfg)
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,12 +143,7 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
 def check_shape(shape: dict[str, int], dtype: str, out_dtype: str, a_major: str, b_major: str):
     """TMA needs 16-byte aligned strides: the contiguous extent of every operand a multiple of
     8 (16-bit) or 4 (fp32) elements."""
-    try:
-        M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    except (KeyError, TypeError, ValueError):
-        raise ConfigRejected(f"gemm shape needs integer M, N, K, got {dict(shape)}") from None
-    if min(M, N, K) < 1:
-        raise ConfigRejected(f"gemm shape must be positive, got M={M} N={N} K={K}")
+    M, N, K = problem_dims(shape, "gemm")
     if dtype not in DTYPES:
         raise ConfigRejected(f"input dtype must be one of {DTYPES}, got {dtype}")
     if a_major not in MAJORS_A or b_major not in MAJORS_B:
@@ -169,11 +163,6 @@ def check_shape(shape: dict[str, int], dtype: str, out_dtype: str, a_major: str,
 # ---------------------------------------------------------------------------------------------
 # The kernel (imports cutlass lazily: the module stays importable where the DSL is missing).
 # ---------------------------------------------------------------------------------------------
-
-def _cutlass_dtype(name: str):
-    import cutlass
-    return {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16, "float32": cutlass.Float32}[name]
-
 
 @functools.lru_cache(maxsize=None)
 def _kernel_class():
@@ -197,8 +186,8 @@ def _kernel_class():
             cfg = resolved.cfg
             self.cfg = cfg
             self.stages = resolved.stages
-            self.ab_dtype = _cutlass_dtype(ab_dtype)
-            self.c_dtype = _cutlass_dtype(c_dtype)
+            self.ab_dtype = cutlass_dtype(ab_dtype)
+            self.c_dtype = cutlass_dtype(c_dtype)
             self.tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
             self.cluster_mn = tuple(cfg.cluster)
             self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
@@ -398,36 +387,6 @@ def _kernel_class():
 # Compile / launch
 # ---------------------------------------------------------------------------------------------
 
-def _fake_operands(dtype: str, out_dtype: str, a_major: str, b_major: str):
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
-    ab = _cutlass_dtype(dtype)
-    m = cute.sym_int32(divisibility=1)
-    n = cute.sym_int32(divisibility=8)
-    k = cute.sym_int32(divisibility=8)
-    m8 = cute.sym_int32(divisibility=8)
-    # A is (M, K): K-major = stride (K, 1); M-major = stride (1, M).
-    if a_major == "k":
-        fa = make_fake_compact_tensor(ab, (m, k), stride_order=(1, 0), assumed_align=16)
-    else:
-        fa = make_fake_compact_tensor(ab, (m8, k), stride_order=(0, 1), assumed_align=16)
-    # B is seen as (N, K): B given K x N row-major ("n") is N-contiguous.
-    if b_major == "n":
-        fb = make_fake_compact_tensor(ab, (n, k), stride_order=(0, 1), assumed_align=16)
-    else:
-        fb = make_fake_compact_tensor(ab, (n, k), stride_order=(1, 0), assumed_align=16)
-    fc = make_fake_compact_tensor(_cutlass_dtype(out_dtype), (m, n), stride_order=(1, 0), assumed_align=16)
-    return fa, fb, fc
-
-
-def _compile_options(dump_dir: str | None) -> str:
-    opts = "--keep-cubin --keep-ptx"
-    if dump_dir:
-        opts += f" --dump-dir={dump_dir}"
-    return opts
-
-
 @functools.lru_cache(maxsize=64)
 def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major: str,
               use_gpu_tensors: bool):
@@ -440,33 +399,13 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
     if use_gpu_tensors:
         import torch
         x = _example_inputs(dtype, out_dtype, a_major, b_major)
-        args = [_to_cute(t) for t in x]
-        stream = _current_stream()
+        args = [to_cute(t) for t in x]
+        stream = current_stream()
     else:
-        args = list(_fake_operands(dtype, out_dtype, a_major, b_major))
-        stream = _fake_stream()
-    import tempfile
-    # Kept artifacts go to a scratch folder, never into the working directory.
-    dump_dir = tempfile.mkdtemp(prefix="kernelscope-gemm-")
-    compiled = cute.compile(gemm, *args, 1, stream, options=_compile_options(dump_dir))
+        args = list(fake_gemm_operands(dtype, out_dtype, a_major, b_major))
+        stream = fake_stream()
+    compiled = cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-"))
     return compiled, resolved
-
-
-def _fake_stream():
-    from cutlass.cute.runtime import make_fake_stream
-    return make_fake_stream()
-
-
-def _current_stream():
-    import cuda.bindings.driver as cuda
-    import torch
-    return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-
-
-def _to_cute(t):
-    from cutlass.cute.runtime import from_dlpack
-    lead = 1 if t.stride(1) == 1 else 0
-    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=lead)
 
 
 def _example_inputs(dtype, out_dtype, a_major, b_major, M=256, N=256, K=256):
@@ -478,31 +417,6 @@ def _example_inputs(dtype, out_dtype, a_major, b_major, M=256, N=256, K=256):
         torch.empty((N, K), dtype=tdt, device="cuda")
     c = torch.empty((M, N), dtype=getattr(torch, out_dtype), device="cuda")
     return a, bT, c
-
-
-def max_active_clusters(cluster: tuple[int, int]) -> int:
-    """Clusters resident at once with one CTA per SM (asks the driver when a GPU is present)."""
-    size = cluster[0] * cluster[1]
-    try:
-        import torch
-        if torch.cuda.is_available():
-            import cutlass.utils as utils
-            return int(utils.HardwareInfo().get_max_active_clusters(size))
-    except Exception:  # noqa: BLE001 - fall back to the SM count below
-        pass
-    return H100_SMS // size
-
-
-def _sass_of(cubin: bytes | None) -> str | None:
-    return disassemble_cubin(cubin) if cubin else None
-
-
-def _artifacts(compiled) -> tuple[bytes | None, str | None]:
-    cubin = getattr(compiled, "__cubin__", None)
-    ptx = getattr(compiled, "__ptx__", None)
-    if isinstance(cubin, str):
-        cubin = cubin.encode("latin-1")
-    return cubin, ptx
 
 
 def compile_gemm(config: dict[str, Any] | GemmConfig | None, shape: dict[str, int] | None = None,
@@ -523,11 +437,11 @@ def compile_gemm(config: dict[str, Any] | GemmConfig | None, shape: dict[str, in
         check_shape(shape, dtype, out_dtype, a_major, b_major)
     resolve_config(cfg, out_dtype)
 
-    gpu = _gpu_available()
+    gpu = gpu_available()
     # The inspected variant: compiled from fake tensors, so it builds with or without a GPU.
     compiled, _ = _compiled(cfg, dtype, out_dtype, a_major, b_major, False)
-    cubin, ptx = _artifacts(compiled)
-    sass = _sass_of(cubin)
+    cubin, ptx = artifacts(compiled)
+    sass = sass_of(cubin)
     launch = bind = None
     if gpu:
         def bind(inputs):
@@ -538,7 +452,7 @@ def compile_gemm(config: dict[str, Any] | GemmConfig | None, shape: dict[str, in
             return inputs["out"]
 
     return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=_kernel_names(sass), bind=bind)
+                          kernel_names=kernel_names(sass), bind=bind)
 
 
 def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:
@@ -546,10 +460,10 @@ def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:
     The variant (dtypes, major orders) follows the tensors; it is compiled once and cached, and
     the operands are converted here, once, so a timed launch is one call of the compiled kernel."""
     a, b, out = inputs["a"], inputs["b"], inputs["out"]
-    dtype = _dtype_name(a.dtype)
-    out_dtype = _dtype_name(out.dtype)
-    if _dtype_name(b.dtype) != dtype:
-        raise ConfigRejected(f"A and B must share a dtype, got {dtype} and {_dtype_name(b.dtype)}")
+    dtype = dtype_name(a.dtype)
+    out_dtype = dtype_name(out.dtype)
+    if dtype_name(b.dtype) != dtype:
+        raise ConfigRejected(f"A and B must share a dtype, got {dtype} and {dtype_name(b.dtype)}")
     a_major, b_major = major_of_a(a), major_of_b(b)
     M, K = a.shape
     K2, N = b.shape
@@ -559,22 +473,9 @@ def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:
         raise ConfigRejected("the output must be row-major")
     check_shape({"M": M, "N": N, "K": K}, dtype, out_dtype, a_major, b_major)
     compiled, _ = _compiled(cfg, dtype, out_dtype, a_major, b_major, True)
-    args = (_to_cute(a), _to_cute(b.t()), _to_cute(out),
-            max_active_clusters(tuple(cfg.cluster)), _current_stream())
+    args = (to_cute(a), to_cute(b.t()), to_cute(out),
+            max_active_clusters(tuple(cfg.cluster)), current_stream())
     return lambda: compiled(*args)
-
-
-def _dtype_name(torch_dtype) -> str:
-    return str(torch_dtype).replace("torch.", "")
-
-
-def _kernel_names(sass: str | None) -> list[str]:
-    names = []
-    for line in (sass or "").splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == ".global":
-            names.append(parts[1])
-    return names
 
 
 def major_of_a(a) -> str:
@@ -585,31 +486,9 @@ def major_of_b(b) -> str:
     return "n" if b.stride(1) == 1 else "k"
 
 
-def _gpu_available() -> bool:
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
-
-
 # ---------------------------------------------------------------------------------------------
 # KernelSpec
 # ---------------------------------------------------------------------------------------------
-
-SUITE = [
-    {"M": 2048, "N": 2048, "K": 2048},
-    {"M": 4096, "N": 4096, "K": 4096},
-    {"M": 8192, "N": 8192, "K": 8192},
-    {"M": 8192, "N": 4096, "K": 4096},
-    {"M": 8192, "N": 11008, "K": 4096},
-    {"M": 8192, "N": 4096, "K": 11008},
-    {"M": 8192, "N": 14336, "K": 4096},
-    {"M": 8192, "N": 4096, "K": 14336},
-    {"M": 128, "N": 4096, "K": 4096},
-    {"M": 512, "N": 4096, "K": 4096},
-]
-
 
 # Relative WGMMA-pipe efficiency of a 128x128 tile against 128x256 (more epilogue and more
 # operand bytes per FLOP); from the H200 sweeps in kernels/gemm_NOTES.md.
@@ -633,26 +512,6 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     return GemmConfig(tile_m=128, tile_n=128, cluster=(1, 2) if M <= 512 else (2, 1))
 
 
-def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda"):
-    import torch
-    M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    tdt = getattr(torch, dtype)
-    a = torch.randn((M, K), generator=g, dtype=torch.float32).to(tdt).to(device)
-    b = torch.randn((K, N), generator=g, dtype=torch.float32).to(tdt).to(device)
-    # NaN-poisoned output: an element the kernel never writes shows up as an error.
-    out = torch.full((M, N), float("nan"), dtype=tdt, device=device)
-    return {"a": a, "b": b, "out": out}
-
-
-def reference_fp32(inputs):
-    return inputs["a"].float() @ inputs["b"].float()
-
-
-def torch_reference(inputs):
-    return inputs["a"] @ inputs["b"]
-
-
 GEMM_SPEC = KernelSpec(
     name="gemm",
     description="Hopper warp-specialized persistent TMA + WGMMA GEMM with a TMA-store epilogue",
@@ -663,8 +522,8 @@ GEMM_SPEC = KernelSpec(
     make_inputs=make_inputs,
     compile=compile_gemm,
     reference_fp32=reference_fp32,
-    flops=lambda s: 2.0 * s["M"] * s["N"] * s["K"],
-    bytes_moved=lambda s, dt: 2.0 * (s["M"] * s["K"] + s["K"] * s["N"]) + _width(dt) // 8 * s["M"] * s["N"],
+    flops=gemm_problem.flops,
+    bytes_moved=gemm_problem.bytes_moved,
     tolerance={"bfloat16": (1e-2, 1e-2), "float16": (5e-3, 5e-3)},
     config_space={
         "tile_n": [128, 192, 256],

@@ -38,7 +38,13 @@ import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec, disassemble_cubin
+from kernelscope.kernels import gemm_problem
+from kernelscope.kernels.cute_build import (
+    artifact_options, artifacts, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands, fake_stream,
+    gpu_available, kernel_names, sass_of, to_cute)
+from kernelscope.kernels.gemm_problem import (
+    make_inputs, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
 DTYPES = ("bfloat16", "float16")
 B_MAJORS = ("n", "k")          # B is K x N: "n" = row-major (N contiguous), "k" = column-major
@@ -71,10 +77,7 @@ class MmaGemmConfig:
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "MmaGemmConfig":
         cfg = {k: v for k, v in dict(cfg or {}).items() if k not in ("b_major",)}
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ConfigRejected(f"unknown gemm_mma config keys {unknown}; known: {sorted(known)}")
+        reject_unknown_keys(cfg, cls, "gemm_mma")
         return cls(**cfg)
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,12 +172,7 @@ def resident_blocks_per_sm(registers: int, threads: int, smem_bytes: int, arch: 
 
 
 def check_shape(shape: dict[str, int], dtype: str, b_major: str = "n"):
-    try:
-        M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    except (KeyError, TypeError, ValueError):
-        raise ConfigRejected(f"gemm_mma shape needs integer M, N, K, got {dict(shape)}") from None
-    if min(M, N, K) < 1:
-        raise ConfigRejected(f"gemm_mma shape must be positive, got M={M} N={N} K={K}")
+    M, N, K = problem_dims(shape, "gemm_mma")
     if dtype not in DTYPES:
         raise ConfigRejected(f"input dtype must be one of {DTYPES}, got {dtype}")
     if b_major not in B_MAJORS:
@@ -192,11 +190,6 @@ def check_shape(shape: dict[str, int], dtype: str, b_major: str = "n"):
 # ---------------------------------------------------------------------------------------------
 # The kernel (cutlass is imported lazily: the module stays importable where the DSL is missing).
 # ---------------------------------------------------------------------------------------------
-
-def _cutlass_dtype(name: str):
-    import cutlass
-    return {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16, "float32": cutlass.Float32}[name]
-
 
 @functools.lru_cache(maxsize=None)
 def _kernel_class():
@@ -222,7 +215,7 @@ def _kernel_class():
             cfg = resolved.cfg
             self.cfg = cfg
             self.stages = resolved.stages
-            self.dtype = _cutlass_dtype(dtype)
+            self.dtype = cutlass_dtype(dtype)
             self.b_n_major = b_major == "n"
             self.tile = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
             self.policy = SchedulePolicy((1, 1), RASTERS[cfg.raster], cfg.group)
@@ -462,24 +455,6 @@ def _kernel_class():
 # Compile / launch
 # ---------------------------------------------------------------------------------------------
 
-def _fake_operands(dtype: str, b_major: str):
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
-    ab = _cutlass_dtype(dtype)
-    m = cute.sym_int32(divisibility=1)
-    n = cute.sym_int32(divisibility=8)
-    k = cute.sym_int32(divisibility=8)
-    fa = make_fake_compact_tensor(ab, (m, k), stride_order=(1, 0), assumed_align=16)
-    # B is seen as (N, K): B given K x N row-major ("n") is N-contiguous.
-    if b_major == "n":
-        fb = make_fake_compact_tensor(ab, (n, k), stride_order=(0, 1), assumed_align=16)
-    else:
-        fb = make_fake_compact_tensor(ab, (n, k), stride_order=(1, 0), assumed_align=16)
-    fc = make_fake_compact_tensor(ab, (m, n), stride_order=(1, 0), assumed_align=16)
-    return fa, fb, fc
-
-
 @functools.lru_cache(maxsize=64)
 def _compiled(cfg: MmaGemmConfig, dtype: str, b_major: str, arch: str, use_gpu_tensors: bool):
     """Compile one variant. With a GPU the signature comes from real (dynamic-layout) tensors, so
@@ -490,29 +465,13 @@ def _compiled(cfg: MmaGemmConfig, dtype: str, b_major: str, arch: str, use_gpu_t
     gemm = _kernel_class()(resolved, dtype, b_major)
     if use_gpu_tensors:
         a, b_nk, c = _example_inputs(dtype, b_major)
-        args = [_to_cute(a), _to_cute(b_nk), _to_cute(c)]
-        stream = _current_stream()
+        args = [to_cute(a), to_cute(b_nk), to_cute(c)]
+        stream = current_stream()
     else:
-        from cutlass.cute.runtime import make_fake_stream
-        args = list(_fake_operands(dtype, b_major))
-        stream = make_fake_stream()
-    # Kept artifacts go to a scratch folder, never into the working directory.
-    dump_dir = tempfile.mkdtemp(prefix="kernelscope-gemm-mma-")
-    options = f"--keep-cubin --keep-ptx --dump-dir={dump_dir} --gpu-arch {arch}"
-    compiled = cute.compile(gemm, *args, 1, stream, options=options)
+        args = list(fake_gemm_operands(dtype, dtype, "k", b_major))
+        stream = fake_stream()
+    compiled = cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-mma-", arch))
     return compiled, resolved
-
-
-def _current_stream():
-    import cuda.bindings.driver as cuda
-    import torch
-    return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-
-
-def _to_cute(t):
-    from cutlass.cute.runtime import from_dlpack
-    lead = 1 if t.stride(1) == 1 else 0
-    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=lead)
 
 
 def _example_inputs(dtype, b_major, M=256, N=256, K=256):
@@ -525,14 +484,6 @@ def _example_inputs(dtype, b_major, M=256, N=256, K=256):
     return a, b_nk, c
 
 
-def _artifacts(compiled) -> tuple[bytes | None, str | None]:
-    cubin = getattr(compiled, "__cubin__", None)
-    ptx = getattr(compiled, "__ptx__", None)
-    if isinstance(cubin, str):
-        cubin = cubin.encode("latin-1")
-    return cubin, ptx
-
-
 def kernel_resources(cfg: MmaGemmConfig, dtype: str = "bfloat16", b_major: str = "n",
                      arch: str = "sm_90a", compiled=None) -> dict[str, int]:
     """Registers per thread, shared memory per block and the resident blocks per SM that follow,
@@ -540,7 +491,7 @@ def kernel_resources(cfg: MmaGemmConfig, dtype: str = "bfloat16", b_major: str =
     resolved = resolve_config(cfg, arch)
     if compiled is None:
         compiled, _ = _compiled(cfg, dtype, b_major, arch, False)
-    cubin, _ = _artifacts(compiled)
+    cubin, _ = artifacts(compiled)
     return _resources_of(cubin, cfg.threads, resolved.smem_bytes, arch)
 
 
@@ -586,10 +537,10 @@ def compile_gemm_mma(config: dict[str, Any] | MmaGemmConfig | None, shape: dict[
         check_shape(shape, dtype, b_major)
     resolve_config(cfg, arch)
     compiled, _ = _compiled(cfg, dtype, b_major, arch, False)
-    cubin, ptx = _artifacts(compiled)
-    sass = disassemble_cubin(cubin) if cubin else None
+    cubin, ptx = artifacts(compiled)
+    sass = sass_of(cubin)
     launch = bind = None
-    if _gpu_available() and arch == _device_arch():
+    if gpu_available() and arch == _device_arch():
         def bind(inputs):
             return bind_gemm_mma(cfg, inputs)
 
@@ -598,14 +549,14 @@ def compile_gemm_mma(config: dict[str, Any] | MmaGemmConfig | None, shape: dict[
             return inputs["out"]
 
     return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=_kernel_names(sass), bind=bind)
+                          kernel_names=kernel_names(sass), bind=bind)
 
 
 def bind_gemm_mma(cfg: MmaGemmConfig, inputs) -> Callable[[], Any]:
     """Zero-argument launcher for {"a": (M, K), "b": (K, N), "out": (M, N)} (GPU only); the
     variant follows the tensors (dtype, B major), compiled once and cached."""
     a, b, out = inputs["a"], inputs["b"], inputs["out"]
-    dtype = str(a.dtype).replace("torch.", "")
+    dtype = dtype_name(a.dtype)
     if b.dtype != a.dtype or out.dtype != a.dtype:
         raise ConfigRejected(f"A, B and out must share a dtype, got {a.dtype}, {b.dtype}, {out.dtype}")
     if a.stride(1) != 1:
@@ -622,7 +573,7 @@ def bind_gemm_mma(cfg: MmaGemmConfig, inputs) -> Callable[[], Any]:
     resolve_config(cfg, arch)
     compiled, _ = _compiled(cfg, dtype, b_major, arch, True)
     blocks, _ = persistent_grid(cfg, dtype, b_major, compiled)
-    args = (_to_cute(a), _to_cute(b.t()), _to_cute(out), blocks, _current_stream())
+    args = (to_cute(a), to_cute(b.t()), to_cute(out), blocks, current_stream())
     return lambda: compiled(*args)
 
 
@@ -631,51 +582,9 @@ def _device_arch() -> str:
     return "sm_120a" if torch.cuda.get_device_properties(torch.cuda.current_device()).major == 12 else "sm_90a"
 
 
-def _gpu_available() -> bool:
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
-
-
-def _kernel_names(sass: str | None) -> list[str]:
-    names = []
-    for line in (sass or "").splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == ".global":
-            names.append(parts[1])
-    return names
-
-
 # ---------------------------------------------------------------------------------------------
 # KernelSpec
 # ---------------------------------------------------------------------------------------------
-
-def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda"):
-    import torch
-    M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    tdt = getattr(torch, dtype)
-    a = torch.randn((M, K), generator=g, dtype=torch.float32).to(tdt).to(device)
-    b = torch.randn((K, N), generator=g, dtype=torch.float32).to(tdt).to(device)
-    # NaN-poisoned output: an element the kernel never writes shows up as an error.
-    out = torch.full((M, N), float("nan"), dtype=tdt, device=device)
-    return {"a": a, "b": b, "out": out}
-
-
-def reference_fp32(inputs):
-    return inputs["a"].float() @ inputs["b"].float()
-
-
-def torch_reference(inputs):
-    return inputs["a"] @ inputs["b"]
-
-
-def _suite():
-    from kernelscope.kernels.gemm import SUITE
-    return [dict(s) for s in SUITE]
-
 
 def _make_spec() -> KernelSpec:
     return KernelSpec(
@@ -683,14 +592,14 @@ def _make_spec() -> KernelSpec:
         description="ldmatrix.x4 + mma.sync m16n8k16 GEMM (the SM80/SM120 path): TMA stage ring, "
                     "persistent grid, row/column/Morton raster",
         references=["cublas"],
-        default_shapes=_suite(),
+        default_shapes=[dict(s) for s in gemm_problem.SUITE],
         default_config=MmaGemmConfig().to_dict(),
         dtypes=list(DTYPES),
         make_inputs=make_inputs,
         compile=compile_gemm_mma,
         reference_fp32=reference_fp32,
-        flops=lambda s: 2.0 * s["M"] * s["N"] * s["K"],
-        bytes_moved=lambda s, dt: 2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"]),
+        flops=gemm_problem.flops,
+        bytes_moved=gemm_problem.bytes_moved,          # the output has the input dtype
         tolerance={"bfloat16": (1e-2, 1e-2), "float16": (5e-3, 5e-3)},
         config_space={
             "tile_n": [128, 256],

@@ -35,11 +35,14 @@ with the `gemm` kernel):
 import functools
 import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec, disassemble_cubin
+from kernelscope.kernels.cute_build import (
+    artifact_options, artifacts, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands, fake_stream,
+    gpu_available, kernel_names, max_active_clusters, sass_of, to_cute)
+from kernelscope.kernels.gemm_problem import parse_cluster, problem_dims, reject_unknown_keys
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
 SMEM_CAPACITY = 232448      # bytes of shared memory a block may use on sm_90
 SMEM_RESERVED = 1024        # barrier words and alignment slack beside the rings
@@ -48,7 +51,6 @@ W_MAJORS = ("n", "k")       # W as K x N row-major ("n") or as an N x K weight (
 TILE_M = 128                # two consumer warpgroups of 64 rows
 TILE_K = 64                 # one 128-byte swizzle row of 16-bit data
 DEFAULT_EPS = 1e-6
-H100_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,9 @@ class FusedConfig:
     @classmethod
     def from_mapping(cls, cfg) -> "FusedConfig":
         cfg = dict(cfg or {})
-        unknown = sorted(set(cfg) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigRejected(f"unknown gemm_rmsnorm config keys {unknown}; known: "
-                                 f"{sorted(cls.__dataclass_fields__)}")
+        reject_unknown_keys(cfg, cls, "gemm_rmsnorm")
         if cfg.get("cluster") is not None:
-            c = cfg["cluster"]
-            if isinstance(c, str):
-                c = c.lower().replace("x", ",").split(",")
-            cfg["cluster"] = tuple(int(v) for v in c)
+            cfg["cluster"] = parse_cluster(cfg["cluster"])
         return cls(**cfg)
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,12 +106,7 @@ def ring_stages(cfg: FusedConfig) -> int:
 
 
 def check_shape(shape, dtype: str):
-    try:
-        M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    except (KeyError, TypeError, ValueError):
-        raise ConfigRejected(f"gemm_rmsnorm shape needs integer M, N, K, got {dict(shape)}") from None
-    if min(M, N, K) < 1:
-        raise ConfigRejected(f"gemm_rmsnorm shape must be positive, got M={M} N={N} K={K}")
+    M, N, K = problem_dims(shape, "gemm_rmsnorm")
     if dtype not in DTYPES:
         raise ConfigRejected(f"gemm_rmsnorm input dtype must be one of {DTYPES}, got {dtype}")
     if K % 8 or N % 8:
@@ -130,11 +121,6 @@ def fold_gain(gamma, w):
     if w.stride(1) == 1:
         return folded.to(w.dtype).contiguous()
     return folded.t().contiguous().to(w.dtype).t()      # the (K, N) view of an (N, K) tensor
-
-
-def _cutlass_dtype(name: str):
-    import cutlass
-    return {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[name]
 
 
 def row_halves(tv_layout, threads: int, values: int, tile_m: int):
@@ -199,7 +185,7 @@ def _kernel_class():
         def __init__(self, cfg: FusedConfig, dtype: str):
             self.cfg = cfg
             self.stages = ring_stages(cfg)
-            self.dtype = _cutlass_dtype(dtype)
+            self.dtype = cutlass_dtype(dtype)
             self.tile_mnk = (TILE_M, cfg.tile_n, TILE_K)
             self.cluster_mn = tuple(cfg.cluster)
             self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
@@ -454,41 +440,6 @@ def _kernel_class():
 # Compile / launch
 # ---------------------------------------------------------------------------------------------
 
-def _fake_operands(dtype: str, w_major: str):
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
-    dt = _cutlass_dtype(dtype)
-    m = cute.sym_int32(divisibility=1)
-    n = cute.sym_int32(divisibility=8)
-    k = cute.sym_int32(divisibility=8)
-    fx = make_fake_compact_tensor(dt, (m, k), stride_order=(1, 0), assumed_align=16)
-    # The kernel sees W as (N, K): a K x N row-major W is N-contiguous, an N x K weight K-contiguous.
-    order = (0, 1) if w_major == "n" else (1, 0)
-    fw = make_fake_compact_tensor(dt, (n, k), stride_order=order, assumed_align=16)
-    fy = make_fake_compact_tensor(dt, (m, n), stride_order=(1, 0), assumed_align=16)
-    return fx, fw, fy
-
-
-def _to_cute(t):
-    from cutlass.cute.runtime import from_dlpack
-    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1 if t.stride(1) == 1 else 0)
-
-
-def _current_stream():
-    import cuda.bindings.driver as cuda
-    import torch
-    return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-
-
-def _gpu_available() -> bool:
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
-
-
 @functools.lru_cache(maxsize=32)
 def _compiled(cfg: FusedConfig, dtype: str, w_major: str, on_gpu: bool):
     """One compiled variant. On a GPU the signature comes from real tensors (directly callable
@@ -504,27 +455,14 @@ def _compiled(cfg: FusedConfig, dtype: str, w_major: str, on_gpu: bool):
         w = torch.empty((256, 256), dtype=tdt, device="cuda")
         w_nk = w.t() if w_major == "n" else w                    # (N, K) view
         y = torch.empty((256, 256), dtype=tdt, device="cuda")
-        args = [_to_cute(x), _to_cute(w_nk), _to_cute(y)]
-        stream = _current_stream()
+        args = [to_cute(x), to_cute(w_nk), to_cute(y)]
+        stream = current_stream()
     else:
-        from cutlass.cute.runtime import make_fake_stream
-        args = list(_fake_operands(dtype, w_major))
-        stream = make_fake_stream()
-    dump_dir = tempfile.mkdtemp(prefix="kernelscope-gemm-rmsnorm-")
+        # The kernel sees W as (N, K): a K x N row-major W is N-contiguous, an N x K weight K-contiguous.
+        args = list(fake_gemm_operands(dtype, dtype, "k", w_major))
+        stream = fake_stream()
     return cute.compile(kernel, *args, cutlass.Float32(DEFAULT_EPS), 1, stream,
-                        options=f"--keep-cubin --keep-ptx --dump-dir={dump_dir}")
-
-
-def max_active_clusters(cluster) -> int:
-    size = cluster[0] * cluster[1]
-    try:
-        import torch
-        if torch.cuda.is_available():
-            import cutlass.utils as utils
-            return int(utils.HardwareInfo().get_max_active_clusters(size))
-    except Exception:  # noqa: BLE001 - fall back to the SM count below
-        pass
-    return H100_SMS // size
+                        options=artifact_options("kernelscope-gemm-rmsnorm-"))
 
 
 def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch: str = "sm_90a", *,
@@ -544,22 +482,18 @@ def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch:
         raise ConfigRejected(f"gemm_rmsnorm input dtype must be one of {DTYPES}, got {dtype}")
     ring_stages(cfg)
     compiled = _compiled(cfg, dtype, w_major, False)
-    cubin = getattr(compiled, "__cubin__", None)
-    if isinstance(cubin, str):
-        cubin = cubin.encode("latin-1")
-    sass = disassemble_cubin(cubin) if cubin else None
-    names = [ln.split()[1] for ln in (sass or "").splitlines()
-             if len(ln.split()) == 2 and ln.split()[0] == ".global"]
+    cubin, ptx = artifacts(compiled)
+    sass = sass_of(cubin)
     launch = bind = None
-    if _gpu_available():
+    if gpu_available():
         def bind(inputs):
             return bind_gemm_rmsnorm(cfg, inputs)
 
         def launch(inputs):
             bind_gemm_rmsnorm(cfg, inputs)()
             return inputs["out"]
-    return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=getattr(compiled, "__ptx__", None),
-                          kernel_names=names, bind=bind)
+    return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
+                          kernel_names=kernel_names(sass), bind=bind)
 
 
 def bind_gemm_rmsnorm(cfg: FusedConfig, inputs) -> Callable[[], Any]:
@@ -578,7 +512,7 @@ def bind_gemm_rmsnorm(cfg: FusedConfig, inputs) -> Callable[[], Any]:
         if gamma.shape != (x.shape[1],):
             raise ConfigRejected(f"gamma {tuple(gamma.shape)} is not a gain of length {x.shape[1]}")
         w_folded = fold_gain(gamma, w)
-    dtype = str(x.dtype).replace("torch.", "")
+    dtype = dtype_name(x.dtype)
     M, K = x.shape
     K2, N = w_folded.shape
     if K2 != K or tuple(out.shape) != (M, N):
@@ -593,8 +527,8 @@ def bind_gemm_rmsnorm(cfg: FusedConfig, inputs) -> Callable[[], Any]:
     compiled = _compiled(cfg, dtype, w_major, True)
     import cutlass
     eps = cutlass.Float32(float(inputs.get("eps", DEFAULT_EPS)))
-    args = (_to_cute(x), _to_cute(w_folded.t()), _to_cute(out), eps,
-            max_active_clusters(tuple(cfg.cluster)), _current_stream())
+    args = (to_cute(x), to_cute(w_folded.t()), to_cute(out), eps,
+            max_active_clusters(tuple(cfg.cluster)), current_stream())
     return lambda: compiled(*args)
 
 

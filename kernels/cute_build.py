@@ -1,0 +1,117 @@
+"""Building and launching the shipped CuTe DSL kernels: dtype names, compile options with kept
+artifacts, fake operands for GPU-less compiles, torch tensors and streams for launches, the
+artifacts read back from a compiled kernel, and cluster residency.
+
+cutlass and torch are imported inside the functions: a kernel module stays importable where the
+DSL or a GPU is missing.
+"""
+
+import tempfile
+
+# SMs of an H100 SXM: the residency fallback when no GPU can be asked.
+H100_SMS = 132
+
+
+def cutlass_dtype(name: str):
+    import cutlass
+    return {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16, "float32": cutlass.Float32}[name]
+
+
+def dtype_name(torch_dtype) -> str:
+    """"bfloat16" for torch.bfloat16."""
+    return str(torch_dtype).replace("torch.", "")
+
+
+def artifact_options(dump_prefix: str, arch: str | None = None) -> str:
+    """cute.compile options that keep the cubin and the PTX, in a fresh scratch folder (never the
+    working directory); with `arch`, the target architecture too."""
+    options = f"--keep-cubin --keep-ptx --dump-dir={tempfile.mkdtemp(prefix=dump_prefix)}"
+    if arch:
+        options += f" --gpu-arch {arch}"
+    return options
+
+
+def fake_gemm_operands(dtype: str, out_dtype: str, a_major: str = "k", b_major: str = "n"):
+    """Fake A (M, K), B seen as (N, K) and C (M, N) with dynamic extents, for compiling without a
+    GPU. A K-major is row-major (M x K), M-major column-major; B "n" is a K x N row-major matrix
+    (N contiguous in the (N, K) view), "k" an N x K one."""
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    ab = cutlass_dtype(dtype)
+    m = cute.sym_int32(divisibility=1)
+    n = cute.sym_int32(divisibility=8)
+    k = cute.sym_int32(divisibility=8)
+    if a_major == "k":
+        fa = make_fake_compact_tensor(ab, (m, k), stride_order=(1, 0), assumed_align=16)
+    else:
+        # M contiguous: M is then a TMA row, 16-byte aligned.
+        m8 = cute.sym_int32(divisibility=8)
+        fa = make_fake_compact_tensor(ab, (m8, k), stride_order=(0, 1), assumed_align=16)
+    b_order = (0, 1) if b_major == "n" else (1, 0)
+    fb = make_fake_compact_tensor(ab, (n, k), stride_order=b_order, assumed_align=16)
+    fc = make_fake_compact_tensor(cutlass_dtype(out_dtype), (m, n), stride_order=(1, 0), assumed_align=16)
+    return fa, fb, fc
+
+
+def fake_stream():
+    from cutlass.cute.runtime import make_fake_stream
+    return make_fake_stream()
+
+
+def current_stream():
+    import cuda.bindings.driver as cuda
+    import torch
+    return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+
+
+def to_cute(t):
+    """A 2-D torch tensor as a cute tensor with dynamic extents, its contiguous dimension kept."""
+    from cutlass.cute.runtime import from_dlpack
+    lead = 1 if t.stride(1) == 1 else 0
+    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=lead)
+
+
+def gpu_available() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def artifacts(compiled) -> tuple[bytes | None, str | None]:
+    """(cubin, PTX) kept by a compile (artifact_options)."""
+    cubin = getattr(compiled, "__cubin__", None)
+    ptx = getattr(compiled, "__ptx__", None)
+    if isinstance(cubin, str):
+        cubin = cubin.encode("latin-1")
+    return cubin, ptx
+
+
+def kernel_names(sass: str | None) -> list[str]:
+    """The `.global` kernel symbols of a SASS listing."""
+    names = []
+    for line in (sass or "").splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == ".global":
+            names.append(parts[1])
+    return names
+
+
+def max_active_clusters(cluster: tuple[int, int]) -> int:
+    """Clusters resident at once with one CTA per SM (asks the driver when a GPU is present)."""
+    size = cluster[0] * cluster[1]
+    try:
+        import torch
+        if torch.cuda.is_available():
+            import cutlass.utils as utils
+            return int(utils.HardwareInfo().get_max_active_clusters(size))
+    except Exception:  # noqa: BLE001 - fall back to the SM count below
+        pass
+    return H100_SMS // size
+
+
+def sass_of(cubin: bytes | None) -> str | None:
+    from kernelscope.kernels.spec import disassemble_cubin
+    return disassemble_cubin(cubin) if cubin else None

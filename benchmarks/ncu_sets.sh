@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT_DIR=${1:?usage: ncu_sets.sh OUT_DIR}
 mkdir -p "$OUT_DIR"
-for set in quick sections full; do
+for set in ${SETS:-quick sections full}; do
     start=$(date +%s.%N)
     python3 -m kernelscope profile gemm --vs cublas --shape M=2048,N=2048,K=2048 --set "$set" \
         --clock-control none -o "$OUT_DIR/gemm-2048-$set.ncu-rep" > "$OUT_DIR/profile-$set.log" 2>&1
@@ -24,7 +24,7 @@ except Exception as e:  # the log says why
     print(f"{name}: exit {rc}, no report ({e})")
     raise SystemExit
 catalog = load_catalog()
-measured = [m for m in catalog.metrics.values() if m.view != "static" and not m.raw_metrics()[0].startswith("static__")]
+measured = [m for m in catalog.metrics.values() if m.view != "static" and not any(r.startswith("static__") for r in m.raw_metrics())]
 for p in profiles:
     missing = [m.id for m in measured if evaluate(m, p) is None]
     print(f"{name}: exit {rc}, {p.name[:40]}: {p.session.replay_passes} passes, wall {end - start:.1f} s for the profile, "

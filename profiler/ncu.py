@@ -23,8 +23,8 @@ from kernelscope.errors import UserError
 from kernelscope.profiler import worker
 
 # Named sets (`profile --set NAME`):
-#   quick     no sections: exactly the metrics the catalog, the rules and the roofline read,
-#             collected by name (launch and occupancy facts come with every launch) - the
+#   quick     the Occupancy section and exactly the metrics the catalog, the rules and the
+#             roofline read, collected by name (launch facts come with every launch) - the
 #             fewest replay passes that still fill every view;
 #   sections  the curated sections below plus those metrics (ncu's own section pages and
 #             rule output appear in the GUI);
@@ -54,10 +54,12 @@ QUICK_EXTRA_METRICS = (
 
 
 def quick_metrics() -> list[str]:
-    """The quick set: the catalog's metrics, the stall breakdown, the mix and the roofline inputs."""
+    """The quick set: what the catalog, the rules and the roofline read, the stall breakdown and the mix."""
     from kernelscope.reports.roofline import required_metrics
+    from kernelscope.rules.engine import load_rules
 
-    return list(dict.fromkeys([*catalog_metrics(), *QUICK_EXTRA_METRICS, *required_metrics()]))
+    rules = [m for m in load_rules().raw_metrics() if not m.startswith("derived__")]  # derived: section outputs
+    return list(dict.fromkeys([*catalog_metrics(), *QUICK_EXTRA_METRICS, *required_metrics(), *rules]))
 
 
 def catalog_metrics() -> list[str]:
@@ -145,7 +147,9 @@ def normalise_report_path(path: str) -> str:
 def section_args(section_set: str | list[str]) -> list[str]:
     if isinstance(section_set, str):
         if section_set == "quick":
-            return []
+            # Occupancy is computed from the launch (no replay of its own) and carries the
+            # theoretical occupancy, which has no collectable counter.
+            return ["--section", "Occupancy"]
         if section_set == "sections":
             names: list[str] = list(QUICK_SECTIONS)
         elif section_set == "full":
@@ -202,7 +206,8 @@ def drop_unknown_metrics(metrics: list[str], known: set[str] | None) -> tuple[li
     """(kept, dropped): a metric whose base name ncu does not know would fail the whole run."""
     if known is None:
         return list(metrics), []
-    kept = [m for m in metrics if m.split(".", 1)[0] in known]
+    # sass__* metrics (instruction-level patching) are valid but absent from --query-metrics.
+    kept = [m for m in metrics if m.split(".", 1)[0] in known or m.startswith("sass__")]
     return kept, [m for m in metrics if m not in kept]
 
 

@@ -194,6 +194,20 @@ class RuleSet:
     rules: dict[str, Rule] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
 
+    def raw_metrics(self) -> list[str]:
+        """The ncu metrics the rules read directly ({target:name} and the like), sorted."""
+        names: set[str] = set()
+        for rule in self.rules.values():
+            expressions = [rule.condition, *rule.lets.values(), *(p.expression for p in rule.placeholders)]
+            if rule.impact is not None:
+                expressions.append(rule.impact)
+            for expr in expressions:
+                for braced in expr.braced:
+                    side, sep, raw = braced.partition(":")
+                    if sep and side in SIDES and raw:
+                        names.add(raw)
+        return sorted(names)
+
     def enabled(self, disabled: Iterable[str] = ()) -> list[Rule]:
         disabled = list(disabled)
         unknown = [d for d in disabled if d not in self.rules]

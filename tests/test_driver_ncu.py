@@ -30,8 +30,8 @@ def test_quick_command_filters_ranges_and_states_controls(tmp_path):
     assert "--nvtx" in cmd and cmd[i + 1] == "regex:ks:.*/"
     assert cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[cmd.index("--cache-control") + 1] == "all"
-    # quick collects no sections: exactly the metrics the catalog, the rules and the roofline read
-    assert "--section" not in cmd and "--set" not in cmd
+    # quick: the launch-derived Occupancy section and exactly the metrics the catalog, rules and roofline read
+    assert [cmd[j + 1] for j, a in enumerate(cmd) if a == "--section"] == ["Occupancy"] and "--set" not in cmd
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert "dram__bytes_read.sum" in metrics and "l1tex__m_xbar2l1tex_read_bytes.sum" in metrics
     assert "sass__inst_executed_per_opcode" in metrics

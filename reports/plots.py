@@ -214,7 +214,8 @@ def sweep_figure(bars: Sequence[SweepBar], *, percent_of_reference: bool, refere
                     textcoords="offset points", va="center", fontsize=7)
     if percent_of_reference:
         ax.axvline(100.0, color="#333333", lw=1.2, ls="--", label=f"{reference or 'reference'} = 100%")
-        ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+        # Above the axes, so it never hides a bar or its label.
+        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
         ax.set_xlabel("Speed relative to the reference (reference time / config time, %)")
         ax.set_xlim(0, max(vals + [100.0]) * 1.18)
     else:

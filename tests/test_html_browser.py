@@ -12,7 +12,6 @@ pytest.importorskip("matplotlib")
 
 from kernelscope.cli.html_command import build_page
 from kernelscope.reports import html
-from html_inputs import sweep_json
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's chromium)")
@@ -45,7 +44,8 @@ def pages(tmp_path_factory, fixture_file):
     tmp = tmp_path_factory.mktemp("pages")
     return {
         "pair": _page(tmp, (str(fixture_file(FULL)),), "pair"),
-        "sweep": _page(tmp, (str(sweep_json(tmp)),), "sweep"),
+        # a real sweep measured on an H200 (tests/fixtures/README.md gives the command)
+        "sweep": _page(tmp, (str(fixture_file("h200-sweep-rmsnorm.json")),), "sweep"),
     }
 
 
@@ -83,13 +83,16 @@ def test_screenshot_shows_the_page_painted(pages, tmp_path, name, height):
     background = max(colours)[1]
     painted = sum(n for n, c in colours if max(abs(a - b) for a, b in zip(c, background)) > 40)
     assert painted / pixels > 0.03, f"only {painted / pixels:.2%} of the screenshot differs from the background"
-    # The plots' own colours are on screen: the kernel's blue bars or points (#1f6fd1) and,
-    # on the pair page, the reference's orange (#e0731c); on the sweep page, green (>= 100%).
+    # The plots' own colours are on screen: on the pair page the kernel's blue (#1f6fd1) and the
+    # reference's orange (#e0731c); on the sweep page green bars (every measured config of the
+    # recorded sweep beats the reference).
     def near(target, tol=40):
         return sum(n for n, c in colours if max(abs(a - b) for a, b in zip(c, target)) <= tol)
 
-    assert near((0x1F, 0x6F, 0xD1)) > 200
-    assert near((0xE0, 0x73, 0x1C) if name == "pair" else (0x2A, 0x9D, 0x4B)) > 200
+    if name == "pair":
+        assert near((0x1F, 0x6F, 0xD1)) > 200 and near((0xE0, 0x73, 0x1C)) > 200
+    else:
+        assert near((0x2A, 0x9D, 0x4B)) > 2000
 
 
 def test_console_messages_are_detected(tmp_path):

@@ -174,7 +174,7 @@ def _kernel_class():
     from cutlass.tensor_utils import LayoutEnum
 
     from kernelscope.kernels.sm90_epilogue import TmaStoreEpilogue
-    from kernelscope.kernels.sm90_pipeline import TmaRing
+    from kernelscope.kernels.sm90_pipeline import TmaRing, make_tma_load, produce_ab_tiles, publish_ring_init
     from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
 
     class HopperGemm:
@@ -215,8 +215,8 @@ def _kernel_class():
 
             cm, cn = self.cluster_mn
             # A is shared by the CTAs of a cluster row (same M tile): multicast across cn of them.
-            tma_a, tA = self._tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]), cn)
-            tma_b, tB = self._tma_load(mB, sB_layout, (self.tile_mnk[1], self.tile_mnk[2]), cm)
+            tma_a, tA = make_tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]), cn)
+            tma_b, tB = make_tma_load(mB, sB_layout, (self.tile_mnk[1], self.tile_mnk[2]), cm)
             tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
 
             tiles_m = (mC.shape[0] + self.tile_mnk[0] - 1) // self.tile_mnk[0]
@@ -237,13 +237,6 @@ def _kernel_class():
                 grid=[cm, cn, clusters], block=[self.threads, 1, 1], cluster=[cm, cn, 1],
                 min_blocks_per_mp=1, stream=stream)
 
-        def _tma_load(self, tensor, smem_layout_staged, tile, multicast):
-            op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp() if multicast == 1
-                  else cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp())
-            one_stage = cute.slice_(smem_layout_staged, (None, None, 0))
-            return cute.nvgpu.cpasync.make_tiled_tma_atom(op, tensor, one_stage, tile,
-                                                          num_multicast=multicast)
-
         @cute.kernel
         def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
                    tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
@@ -254,8 +247,6 @@ def _kernel_class():
             lane = cute.arch.lane_idx()
             cta_x, cta_y, cluster_id = cute.arch.block_idx()
             _, _, num_clusters = cute.arch.grid_dim()
-            cm, cn = self.cluster_mn
-            cluster_size = cm * cn
             cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
 
             if warp_idx == 0:
@@ -270,13 +261,7 @@ def _kernel_class():
             ring = TmaRing(storage.barriers.data_ptr(), self.stages, stage_bytes,
                            consumer_warps=4 * self.consumer_wgs, cluster_mn=self.cluster_mn)
             ring.init(warp_idx)
-            # Barrier initialisation must be visible cluster-wide before any peer arrives on it
-            # or multicasts into this CTA.
-            if cutlass.const_expr(cluster_size > 1):
-                cute.arch.cluster_arrive_relaxed()
-                cute.arch.cluster_wait()
-            else:
-                cute.arch.sync_threads()
+            publish_ring_init(ring)
 
             sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)
             sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
@@ -295,39 +280,8 @@ def _kernel_class():
                 cute.arch.setmaxregister_decrease(self.PRODUCER_REGS)
                 if warp_idx == 0:
                     # A multicasts to the CTAs of this cluster row (same cta_x), B to its column.
-                    tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-                        tma_a, cta_y, cute.make_layout(cn),
-                        cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-                    tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-                        tma_b, cta_x, cute.make_layout(cm),
-                        cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
-                    a_mask = None
-                    b_mask = None
-                    if cutlass.const_expr(cn > 1):
-                        a_bits = 0
-                        for j in range(cn):
-                            a_bits |= 1 << (cm * j)
-                        a_mask = cutlass.Int16(a_bits) << cutlass.Int16(cta_x)
-                    if cutlass.const_expr(cm > 1):
-                        b_mask = cutlass.Int16((1 << cm) - 1) << cutlass.Int16(cta_y * cm)
-                    stage = cutlass.Int32(0)
-                    phase = cutlass.Int32(1)
-                    work = cluster_id
-                    while work < sched.num_work:
-                        tm, tn = sched.tile_of_cta(work, cta_x, cta_y)
-                        for k in range(k_tiles):
-                            ring.producer_acquire(stage, phase)
-                            bar = ring.full_barrier(stage)
-                            cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)],
-                                      tma_bar_ptr=bar, mcast_mask=a_mask)
-                            cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)],
-                                      tma_bar_ptr=bar, mcast_mask=b_mask)
-                            stage += 1
-                            if stage == self.stages:
-                                stage = cutlass.Int32(0)
-                                phase ^= 1
-                        work += num_clusters
-                    ring.producer_drain(stage, phase)
+                    produce_ab_tiles(ring, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
+                                     cta_x, cta_y, cluster_id, num_clusters)
             else:
                 # ---------------- consumer warpgroups ----------------
                 cute.arch.setmaxregister_increase(self.consumer_regs)

@@ -198,7 +198,7 @@ def _kernel_class():
     from cutlass.cute.nvgpu import warpgroup
     from cutlass.memory import SmemAllocator
 
-    from kernelscope.kernels.sm90_pipeline import TmaRing
+    from kernelscope.kernels.sm90_pipeline import TmaRing, make_tma_load, publish_ring_init
     from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
 
     def smem_layout(dtype, rows: int, depth: int, stages: int, contiguous_rows: bool):
@@ -231,12 +231,8 @@ def _kernel_class():
                                             permutation_mnk=(cfg.warps_m * 16, cfg.warps_n * 16, 16))
             sA_layout = smem_layout(self.dtype, bm, bk, self.stages, False)
             sB_layout = smem_layout(self.dtype, bn, bk, self.stages, self.b_n_major)
-            tma_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(
-                cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mA,
-                cute.slice_(sA_layout, (None, None, 0)), (bm, bk))
-            tma_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(
-                cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mB,
-                cute.slice_(sB_layout, (None, None, 0)), (bn, bk))
+            tma_a, tA = make_tma_load(mA, sA_layout, (bm, bk), 1)
+            tma_b, tB = make_tma_load(mB, sB_layout, (bn, bk), 1)
 
             tiles_m = (mC.shape[0] + bm - 1) // bm
             tiles_n = (mC.shape[1] + bn - 1) // bn
@@ -279,7 +275,7 @@ def _kernel_class():
             ring = TmaRing(storage.barriers.data_ptr(), self.stages, stage_bytes,
                            consumer_warps=self.cfg.mma_warps, cluster_mn=(1, 1))
             ring.init(warp_idx)
-            cute.arch.sync_threads()
+            publish_ring_init(ring)
 
             sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)
             sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)

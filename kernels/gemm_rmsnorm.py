@@ -174,7 +174,7 @@ def _kernel_class():
     from cutlass.tensor_utils import LayoutEnum
 
     from kernelscope.kernels.sm90_epilogue import TmaStoreEpilogue
-    from kernelscope.kernels.sm90_pipeline import TmaRing
+    from kernelscope.kernels.sm90_pipeline import TmaRing, make_tma_load, produce_ab_tiles, publish_ring_init
     from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
 
     class FusedRmsNormGemm:
@@ -211,8 +211,8 @@ def _kernel_class():
             sW_layout = sm90_utils.make_smem_layout_b(w_layout, self.tile_mnk, self.dtype, self.stages)
             sY_layout = self.epilogue.make_smem_layout()
             cm, cn = self.cluster_mn
-            tma_x, tX = self._tma_load(mX, sX_layout, (TILE_M, TILE_K), cn)
-            tma_w, tW = self._tma_load(mW, sW_layout, (self.tile_mnk[1], TILE_K), cm)
+            tma_x, tX = make_tma_load(mX, sX_layout, (TILE_M, TILE_K), cn)
+            tma_w, tW = make_tma_load(mW, sW_layout, (self.tile_mnk[1], TILE_K), cm)
             tma_y, tY = self.epilogue.make_tma_store(mY, sY_layout)
 
             tiles_m = (mY.shape[0] + TILE_M - 1) // TILE_M
@@ -234,12 +234,6 @@ def _kernel_class():
                 grid=[cm, cn, clusters], block=[self.threads, 1, 1], cluster=[cm, cn, 1],
                 min_blocks_per_mp=1, stream=stream)
 
-        def _tma_load(self, tensor, staged_layout, box, multicast):
-            op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp() if multicast == 1
-                  else cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp())
-            return cute.nvgpu.cpasync.make_tiled_tma_atom(
-                op, tensor, cute.slice_(staged_layout, (None, None, 0)), box, num_multicast=multicast)
-
         @cute.kernel
         def kernel(self, tma_x: cute.CopyAtom, mX: cute.Tensor, tma_w: cute.CopyAtom, mW: cute.Tensor,
                    tma_y: cute.CopyAtom, mY: cute.Tensor, tiled_mma: cute.TiledMma,
@@ -251,7 +245,6 @@ def _kernel_class():
             lane = cute.arch.lane_idx()
             cta_m, cta_n, first_work = cute.arch.block_idx()
             _, _, work_stride = cute.arch.grid_dim()
-            cm, cn = self.cluster_mn
             cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
 
             if warp_idx == 0:
@@ -265,12 +258,7 @@ def _kernel_class():
                            cute.size_in_bytes(self.dtype, x_stage) + cute.size_in_bytes(self.dtype, w_stage),
                            consumer_warps=4 * self.CONSUMER_WGS, cluster_mn=self.cluster_mn)
             ring.init(warp_idx)
-            # Every peer must see initialised barriers before it arrives on them or multicasts.
-            if cutlass.const_expr(cm * cn > 1):
-                cute.arch.cluster_arrive_relaxed()
-                cute.arch.cluster_wait()
-            else:
-                cute.arch.sync_threads()
+            publish_ring_init(ring)
 
             sX = storage.sX.get_tensor(sX_layout.outer, swizzle=sX_layout.inner)
             sW = storage.sW.get_tensor(sW_layout.outer, swizzle=sW_layout.inner)
@@ -285,47 +273,12 @@ def _kernel_class():
             if warp_idx < 4:
                 cute.arch.setmaxregister_decrease(self.PRODUCER_REGS)
                 if warp_idx == 0:
-                    self.produce(tma_x, tma_w, sX, sW, gX, gW, ring, sched, k_tiles,
-                                 cta_m, cta_n, first_work, work_stride)
+                    produce_ab_tiles(ring, sched, k_tiles, tma_x, sX, gX, tma_w, sW, gW,
+                                     cta_m, cta_n, first_work, work_stride)
             else:
                 cute.arch.setmaxregister_increase(self.CONSUMER_REGS)
                 self.consume(tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
                              tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride)
-
-        @cute.jit
-        def produce(self, tma_x, tma_w, sX, sW, gX, gW, ring, sched, k_tiles,
-                    cta_m, cta_n, first_work, work_stride):
-            cm, cn = self.cluster_mn
-            # An X tile is needed by the cn CTAs of this cluster row (rank = m + cm * n), a W'
-            # tile by the cm CTAs of this cluster column: each loads 1/cn (1/cm) of the box and
-            # multicasts it to the others.
-            tXsX, tXgX = cute.nvgpu.cpasync.tma_partition(
-                tma_x, cta_n, cute.make_layout(cn), cute.group_modes(sX, 0, 2), cute.group_modes(gX, 0, 2))
-            tWsW, tWgW = cute.nvgpu.cpasync.tma_partition(
-                tma_w, cta_m, cute.make_layout(cm), cute.group_modes(sW, 0, 2), cute.group_modes(gW, 0, 2))
-            x_mask = None
-            w_mask = None
-            if cutlass.const_expr(cn > 1):
-                row_bits = sum(1 << (cm * j) for j in range(cn))
-                x_mask = cutlass.Int16(row_bits) << cutlass.Int16(cta_m)
-            if cutlass.const_expr(cm > 1):
-                w_mask = cutlass.Int16((1 << cm) - 1) << cutlass.Int16(cta_n * cm)
-            stage = cutlass.Int32(0)
-            phase = cutlass.Int32(1)
-            work = first_work
-            while work < sched.num_work:
-                tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
-                for k in range(k_tiles):
-                    ring.producer_acquire(stage, phase)
-                    full = ring.full_barrier(stage)
-                    cute.copy(tma_x, tXgX[(None, tm, k)], tXsX[(None, stage)], tma_bar_ptr=full, mcast_mask=x_mask)
-                    cute.copy(tma_w, tWgW[(None, tn, k)], tWsW[(None, stage)], tma_bar_ptr=full, mcast_mask=w_mask)
-                    stage += 1
-                    if stage == self.stages:
-                        stage = cutlass.Int32(0)
-                        phase ^= 1
-                work += work_stride
-            ring.producer_drain(stage, phase)
 
         @cute.jit
         def consume(self, tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,

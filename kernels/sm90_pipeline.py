@@ -106,3 +106,62 @@ class TmaRing:
                 cute.arch.mbarrier_arrive(self.empty + stage)
             else:
                 cute.arch.mbarrier_arrive(self.empty + stage, dst)
+
+
+def make_tma_load(tensor, smem_layout_staged, tile, multicast: int):
+    """TMA load atom and its global view for one stage of `smem_layout_staged` (a box of `tile`),
+    multicast to `multicast` CTAs of the cluster when above 1. Host side, at trace time."""
+    op = (cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp() if multicast == 1
+          else cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp())
+    one_stage = cute.slice_(smem_layout_staged, (None, None, 0))
+    return cute.nvgpu.cpasync.make_tiled_tma_atom(op, tensor, one_stage, tile, num_multicast=multicast)
+
+
+@cute.jit
+def publish_ring_init(ring: TmaRing):
+    """After TmaRing.init: every peer must see initialised barriers before it arrives on them or
+    multicasts into this CTA, so the whole cluster (or, without one, the CTA) synchronises."""
+    if cutlass.const_expr(ring.cluster_size > 1):
+        cute.arch.cluster_arrive_relaxed()
+        cute.arch.cluster_wait()
+    else:
+        cute.arch.sync_threads()
+
+
+@cute.jit
+def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
+                     cta_m, cta_n, first_work, work_stride):
+    """The producer warp of a persistent GEMM: for each work item of `sched` this CTA owns
+    (first_work, then every work_stride), TMA the k_tiles A and B tiles of its output tile into
+    the ring. sA/sB are the staged smem tensors, gA (bm, bk, tiles_m, k_tiles) and
+    gB (bn, bk, tiles_n, k_tiles) the tiled global views. With a cluster, an A tile is needed by
+    the cn CTAs of this cluster row (rank = m + cm * n) and a B tile by the cm CTAs of this
+    cluster column: each CTA loads 1/cn (1/cm) of the box and multicasts it to the others."""
+    cm, cn = ring.cluster_mn
+    tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
+        tma_a, cta_n, cute.make_layout(cn), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+    tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
+        tma_b, cta_m, cute.make_layout(cm), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+    a_mask = None
+    b_mask = None
+    if cutlass.const_expr(cn > 1):
+        row_bits = sum(1 << (cm * j) for j in range(cn))
+        a_mask = cutlass.Int16(row_bits) << cutlass.Int16(cta_m)
+    if cutlass.const_expr(cm > 1):
+        b_mask = cutlass.Int16((1 << cm) - 1) << cutlass.Int16(cta_n * cm)
+    stage = cutlass.Int32(0)
+    phase = cutlass.Int32(1)
+    work = first_work
+    while work < sched.num_work:
+        tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
+        for k in range(k_tiles):
+            ring.producer_acquire(stage, phase)
+            full = ring.full_barrier(stage)
+            cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full, mcast_mask=a_mask)
+            cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full, mcast_mask=b_mask)
+            stage += 1
+            if stage == ring.stages:
+                stage = cutlass.Int32(0)
+                phase ^= 1
+        work += work_stride
+    ring.producer_drain(stage, phase)

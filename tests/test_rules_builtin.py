@@ -5,6 +5,8 @@ Reports (tests/fixtures/README.md):
   rk    h200-rule-kernels: the deliberately flawed CuTe DSL kernels of tests/rule_kernels/bad_kernels.py,
         the project's GEMM in three configs and cuBLAS on the same problem, one launch each in NVTX
         range rk:<name>
+  gmma  h200-rule-gmma: the WGMMA-only CuTe DSL kernels of tests/rule_kernels/gmma_bound.py, one
+        launch each in NVTX range rk:<name>
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from kernelscope.rules.engine import evaluate_all, load_rules
 
 PAIR = "h200-cute-add-and-cublas-gemm.full.ncu-rep"
 RULE_KERNELS = "h200-rule-kernels.ncu-rep"
+RULE_GMMA = "h200-rule-gmma.ncu-rep"
 
 
 @pytest.fixture(scope="module")
 def kernels(fixture_file):
     pair = load_profiles(fixture_file(PAIR))
     found = {"add": pair[0], "cublas_gemm": pair[1]}
-    for p in load_profiles(fixture_file(RULE_KERNELS)):
+    for p in [*load_profiles(fixture_file(RULE_KERNELS)), *load_profiles(fixture_file(RULE_GMMA))]:
         for r in p.nvtx_ranges:
             if r.startswith("rk:"):
                 found[r[3:]] = p
@@ -96,7 +99,11 @@ CASES = [
     ("stall-wait", "fma_chain", None, None, True),
     ("stall-wait", "add", None, None, False),
     ("stall-wait", "register_heavy", None, None, False),   # largest, but 0.32 cycles per instruction
+    ("stall-barrier", "gmma_chain", None, None, True),       # wait_group(0) is WARPGROUP.DEPBAR: a barrier stall
+    ("stall-gmma", "gmma_in_flight", None, None, True),
+    ("stall-gmma", "gmma_lagging_warp", None, None, True),
     ("stall-gmma", "cublas_gemm", None, None, False),
+    ("stall-gmma", "gmma_chain", None, None, False),
     ("slower-than-baseline", "local_array", None, "scale_good", True),
     ("slower-than-baseline", "scale_good", None, "add", False),
     ("registers-grew-vs-baseline", "register_heavy", None, "scale_good", True),
@@ -119,13 +126,11 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     covered_fire = {c[0] for c in CASES if c[4]}
     covered_quiet = {c[0] for c in CASES if not c[4]}
     static_only = {"local-memory-in-binary"}          # tested on compile-only profiles in test_rules_engine
-    without_fire = {"stall-gmma"}   # no real report makes it fire yet
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue
         assert rule_id in covered_quiet, f"{rule_id}: no quiet case"
-        if rule_id not in without_fire:
-            assert rule_id in covered_fire, f"{rule_id}: no firing case"
+        assert rule_id in covered_fire, f"{rule_id}: no firing case"
 
 
 def test_fixture_pair_findings_are_specific(kernels):
@@ -183,3 +188,22 @@ def test_cute_gemm_against_cublas_on_the_same_problem(kernels):
     # The default config keeps the tensor pipe as busy as cuBLAS: no tensor-pipe finding there.
     default = {f.rule_id for f in evaluate_all(kernels["gemm_default"], kernels["cublas"]).findings}
     assert "tensor-pipe-below-reference" not in default and "instruction-inflation-vs-reference" not in default
+
+
+def test_gmma_stall_on_wgmma_only_kernels(kernels):
+    """tests/rule_kernels/gmma_bound.py on an H200: the same 4 HGMMA 64x256x16 per round, 2048 rounds, one
+    CTA per SM; only the way the warps wait differs."""
+    in_flight = {f.rule_id: f for f in evaluate_all(kernels["gmma_in_flight"]).findings}
+    msg = in_flight["stall-gmma"].message
+    assert "10.317 cycles per issued instruction, 62.7% of all stall cycles (16.465)" in msg
+    assert "tensor pipe active 90.60 %, 4,325,376 HGMMA executed" in msg
+    lagging = {f.rule_id: f for f in evaluate_all(kernels["gmma_lagging_warp"]).findings}
+    msg = lagging["stall-gmma"].message
+    assert "8.536 cycles per issued instruction, 73.9% of all stall cycles (11.555)" in msg
+    assert "tensor pipe active 47.99 %" in msg
+    # Same stall, but a tensor pipe half idle costs more than one that is near its peak.
+    assert lagging["stall-gmma"].impact > 5 * in_flight["stall-gmma"].impact
+    # A dependent chain (wait_group(0) after every round) waits in WARPGROUP.DEPBAR: ncu counts a barrier stall.
+    chain = {f.rule_id: f for f in evaluate_all(kernels["gmma_chain"]).findings}
+    assert "stall-gmma" not in chain
+    assert "barrier is the largest stall: 16.212 cycles per issued instruction, 86.4%" in chain["stall-barrier"].message

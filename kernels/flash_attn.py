@@ -49,6 +49,10 @@ EPI_N = 32                  # epilogue subtile width (columns of O)
 H100_SMS = 132
 LOG2E = 1.4426950408889634
 
+# (dtype width, head dim) -> (S row map, O row map) of the last kernel built: what
+# check_fragments returned while tracing it.
+FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
 # Named barriers: 0 is __syncthreads, 1 the epilogue's (kernels/sm90_epilogue.py); the
 # ping-pong turn of math warpgroup w is 2 + w.
 PINGPONG_BARRIER_BASE = 2
@@ -248,7 +252,7 @@ def _kernel_class():
                 self.dtype, self.dtype, K_MAJOR, warpgroup.OperandMajorMode.MN, cutlass.Float32,
                 (MATH_WGS, 1, 1), tiler_mn=(64, D), a_source=warpgroup.OperandSource.RMEM)
             tv_p = tiled_mma_pv.tv_layout_A_tiled
-            self.s_half, self.o_half = check_fragments(
+            self.s_half, self.o_half = FRAGMENT_ROW_MAPS[(self.dtype.width, D)] = check_fragments(
                 tiled_mma_qk.tv_layout_C_tiled, tiled_mma_pv.tv_layout_C_tiled, tv_p,
                 self.math_threads, tm, tn * 64 // 128, D * 64 // 128,
                 cute.size(tv_p, mode=[1]), 16)

@@ -1,0 +1,136 @@
+"""Benchmark the flash_attn kernel against every attention reference in one process.
+
+    python benchmarks/bench_flash_attn.py --out benchmarks/results/flash_attn-<device>.json
+
+bf16, (B, S, H, D) inputs drawn from N(0, 1). References (kernelscope.kernels.references): sdpa
+(default backend), sdpa.cudnn, sdpa.flash, fa4 (flash_attn.cute) when importable; one that cannot
+run a shape is recorded with its reason. Timing: kernelscope.profiler.timing.time_callable (CUDA
+events per launch, L2 flushed before each, warm-up, median). Each shape is checked against the
+fp32 reference first (max abs error next to torch's bf16 attention); the fp32 reference is
+skipped above --check-limit elements of S x S per head (memory), and the check then says so.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+from _bench_common import command_line, environment, parse_shapes, write_json
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+REFERENCES = ["sdpa", "sdpa.cudnn", "sdpa.flash", "fa4"]
+
+
+def _parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument("--shapes", help="subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
+    p.add_argument("--config", help="JSON config (default: FlashSM90())")
+    p.add_argument("--refs", default=",".join(REFERENCES), help="references to time")
+    p.add_argument("--rep-ms", type=float, default=60.0, help="timed budget per measurement")
+    p.add_argument("--check-limit", type=float, default=2 ** 31,
+                   help="largest B*H*S*S for which the fp32 reference is computed")
+    return p.parse_args(argv)
+
+
+def _shapes(text):
+    from kernelscope.kernels.flash_attn import SUITE
+    if not text:
+        return [dict(s) for s in SUITE]
+    out = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        causal = item.endswith("c")
+        B, H, S, D = (int(x) for x in item.rstrip("c").split("x"))
+        out.append({"B": B, "H": H, "S": S, "D": D, "causal": int(causal)})
+    return out
+
+
+def main(argv=None):
+    args = _parse_args(argv)
+    import torch
+
+    from kernelscope.errors import UserError
+    from kernelscope.kernels import flash_attn as fa
+    from kernelscope.kernels import references
+    from kernelscope.profiler.timing import tflops, time_callable
+
+    if not torch.cuda.is_available():
+        print("bench_flash_attn: no CUDA GPU available", file=sys.stderr)
+        return 2
+    dev = torch.cuda.get_device_properties(0)
+    cfg = fa.FlashSM90.from_mapping(json.loads(args.config) if args.config else {})
+    refs = [r for r in args.refs.split(",") if r]
+    rows = []
+    for shape in _shapes(args.shapes):
+        inputs = fa.make_inputs(shape, "bfloat16", seed=shape["S"] + shape["H"])
+        t0 = time.time()
+        run = fa.bind_flash_attn(cfg, inputs)
+        run()
+        torch.cuda.synchronize()
+        bind_s = time.time() - t0
+        row = {"shape": shape, "config": cfg.to_dict(), "bind_s": bind_s,
+               "all_written": bool(inputs["out"].isfinite().all().item())}
+        work = shape["B"] * shape["H"] * shape["S"] ** 2
+        if work <= args.check_limit:
+            ref = fa.reference_fp32(inputs)
+            row["max_abs_error"] = (inputs["out"].float() - ref).abs().max().item()
+            row["torch_bf16_max_abs_error"] = (fa.torch_reference(inputs).float() - ref).abs().max().item()
+            del ref
+        else:
+            row["max_abs_error"] = row["torch_bf16_max_abs_error"] = "n/a (fp32 reference too large)"
+        torch.cuda.empty_cache()
+        flops = fa.attention_flops(shape)
+        t = time_callable(run, rep_ms=args.rep_ms, flush_l2=True)
+        row["flash_attn"] = {"ms": t.median_ms, "iqr_ms": t.iqr_ms, "tflops": tflops(flops, t.median_ms)}
+        spec = fa.FLASH_ATTN_SPEC
+        for name in refs:
+            try:
+                launch = references.bind(name, spec, inputs)
+                launch()
+                torch.cuda.synchronize()
+                rt = time_callable(launch, rep_ms=args.rep_ms, flush_l2=True)
+                row[name] = {"ms": rt.median_ms, "iqr_ms": rt.iqr_ms, "tflops": tflops(flops, rt.median_ms),
+                             "ours_speedup": rt.median_ms / t.median_ms}
+            except (UserError, RuntimeError, ImportError, TypeError, ValueError) as e:
+                row[name] = {"ms": "n/a", "why": str(e).splitlines()[0][:200]}
+        rows.append(row)
+        tag = f"{shape['B']}x{shape['H']}x{shape['S']}x{shape['D']}{'c' if shape['causal'] else ''}"
+        parts = [f"{tag:>18} ours {t.median_ms:.3f} ms {row['flash_attn']['tflops']:.0f} TF/s"]
+        for name in refs:
+            r = row[name]
+            parts.append(f"{name} " + (f"{r['tflops']:.0f} (x{r['ours_speedup']:.2f})" if r["ms"] != "n/a" else "n/a"))
+        err = row["max_abs_error"]
+        parts.append(f"err {err:.2e}/{row['torch_bf16_max_abs_error']:.2e}" if isinstance(err, float) else "err n/a")
+        print(" | ".join(parts), flush=True)
+        del inputs
+        torch.cuda.empty_cache()
+        if args.out:
+            _write(args, argv, dev, torch, rows, final=False)
+    if args.out:
+        _write(args, argv, dev, torch, rows, final=True)
+    return 0
+
+
+def _write(args, argv, dev, torch, rows, final):
+    ratios = {}
+    for name in args.refs.split(","):
+        got = [r[name]["ours_speedup"] for r in rows if isinstance(r.get(name, {}).get("ms"), float)]
+        if got:
+            ratios[name] = {"geomean_speedup": math.exp(sum(map(math.log, got)) / len(got)),
+                            "min_speedup": min(got), "shapes": len(got)}
+    result = {"kernel": "flash_attn", "dtype": "bfloat16", "complete": final, "layout": "bshd",
+              **environment(dev, torch),
+              "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
+                        "before each launch, warm-up, median",
+              "flops": "4 B H S^2 D, halved when causal",
+              "summary": ratios, "results": rows,
+              "command": command_line("benchmarks/bench_flash_attn.py", argv)}
+    write_json(args.out, result)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Compile-only checks of flash_attn (no GPU needed): variants covering every value of every
+config knob, head dim, causal flag and dtype build for sm_90a; their SASS has WGMMA (P V with A
+from registers), TMA loads and stores, register reallocation, and no local memory; the register
+layout facts the softmax relies on hold (and a broken layout is caught); bad configs and shapes
+are refused with a reason; the references agree on the CPU.
+
+KERNELSCOPE_ALL_VARIANTS=1 compiles every claimed variant (48, several minutes)."""
+
+import itertools
+import os
+import re
+
+import pytest
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+from gemm_testing import assert_no_stack_or_local_memory, opcodes  # noqa: E402
+from kernelscope.kernels import flash_attn as fa  # noqa: E402
+from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
+
+_HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
+
+# Each knob takes each of its values at least once, with both head dims, causal or not, both dtypes.
+VARIANTS = [
+    ({}, 128, 0, "bfloat16"),
+    ({"num_stages": 3, "pingpong": False}, 64, 1, "float16"),
+    ({"intra_wg_overlap": False}, 128, 1, "bfloat16"),
+    ({"intra_wg_overlap": False, "pingpong": False, "num_stages": 3}, 64, 0, "bfloat16"),
+]
+
+
+def _all_variants():
+    out = []
+    for stages, overlap, pingpong, D, causal, dtype in itertools.product(
+            (2, 3), (True, False), (True, False), fa.HEAD_DIMS, (0, 1), fa.DTYPES):
+        cfg = {"num_stages": stages, "intra_wg_overlap": overlap, "pingpong": pingpong}
+        try:
+            fa.validate(fa.FlashSM90.from_mapping(cfg), D)
+        except ConfigRejected:
+            continue
+        out.append((cfg, D, causal, dtype))
+    return out
+
+
+def _check_variant(config, D, causal, dtype):
+    shape = {"B": 2, "H": 3, "S": 1000, "D": D, "causal": causal}
+    ck = fa.compile_flash_attn(config, shape, dtype)
+    assert ck.cubin and ck.sass, "compile produced no cubin / SASS"
+    ops = opcodes(ck.sass)
+    missing = [op for op in ("HGMMA", "UTMALDG", "UTMASTG", "STSM", "SHFL", "MUFU", "USETMAXREG")
+               if op not in ops]
+    assert not missing, f"SASS lacks {missing}"
+    assert not ops & {"LDL", "STL"}, "local memory traffic in SASS"
+    assert set(fa.FLASH_ATTN_SPEC.expected_sass) <= ops
+    # Q K^T takes A (Q) from shared memory, P V from registers: both kinds of A operand appear.
+    a_operands = [a for _, a in _HGMMA.findall(ck.sass)]
+    assert any(a.startswith("R") for a in a_operands), "no HGMMA with A in registers (P V)"
+    assert any(not a.startswith("R") for a in a_operands), "no HGMMA with A in shared memory (Q K^T)"
+    assert_no_stack_or_local_memory(ck.cubin)
+
+
+@pytest.mark.parametrize("config,D,causal,dtype", VARIANTS)
+def test_variant_compiles_with_expected_sass(config, D, causal, dtype):
+    _check_variant(config, D, causal, dtype)
+
+
+@pytest.mark.skipif(os.environ.get("KERNELSCOPE_ALL_VARIANTS") != "1",
+                    reason="set KERNELSCOPE_ALL_VARIANTS=1 to compile every claimed variant")
+def test_every_claimed_variant_compiles():
+    variants = _all_variants()
+    assert len(variants) == 48
+    for v in variants:
+        _check_variant(*v)
+
+
+def test_fragment_checks_hold_for_the_kernel_mmas():
+    """S rows live in one quad of one warp, O rows match S rows per thread, P's registers are
+    S's in order: check_fragments ran on the tiled MMAs while each kernel was built (a violation
+    stops the build); here, the row maps it returned for both head dims."""
+    for config, D, causal, dtype in VARIANTS[:2]:
+        fa.compile_flash_attn(config, {"B": 2, "H": 3, "S": 1000, "D": D, "causal": causal}, dtype)
+        s_half, o_half = fa.FRAGMENT_ROW_MAPS[(16, D)]
+        assert len(s_half) == 64 and len(o_half) == D // 2
+        assert s_half.count(0) == 32 and o_half.count(0) == D // 4
+        # The accumulator layout alternates rows every two values: (r, r, r + 8, r + 8, ...).
+        assert s_half[:4] == (0, 0, 1, 1) and o_half[:4] == (0, 0, 1, 1)
+
+
+def test_fragment_check_catches_a_row_split_across_warps():
+    # A made-up layout: thread t holds rows t % 64 and t % 64 + 8 ... but rows are shared by
+    # threads 32 apart, i.e. by two warps.
+    def tv(tv_pair):
+        t, v = tv_pair
+        row = (t % 32) // 4 + 16 * (t // 64) + 8 * ((v // 2) % 2)
+        col = 2 * (t % 4) + v % 2 + 8 * (v // 4) + 64 * ((t // 32) % 2)
+        return row + 128 * col
+
+    with pytest.raises(AssertionError):
+        fa.check_fragments(tv, tv, tv, 256, 128, 16, 16, 8, 16)
+
+
+@pytest.mark.parametrize("config,D,why", [
+    ({"qk_mn": (128, 64)}, 128, "qk_mn"),
+    ({"num_stages": 4}, 128, "num_stages"),
+    ({"cluster_size_m": 2}, 128, "cluster_size_m"),
+    ({"num_stages": 3}, 128, "shared memory"),
+    ({}, 96, "head dim"),
+    ({"pingpong": 2}, 128, "true or false"),
+])
+def test_bad_configs_are_refused(config, D, why):
+    with pytest.raises(ConfigRejected) as e:
+        fa.compile_flash_attn(config, {"B": 1, "H": 1, "S": 128, "D": D}, "bfloat16")
+    if why:
+        assert why in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_unknown_key_dtype_and_arch_are_refused():
+    with pytest.raises(ConfigRejected, match="unknown"):
+        fa.FlashSM90.from_mapping({"tile": 3})
+    with pytest.raises(ConfigRejected, match="dtype"):
+        fa.compile_flash_attn({}, {"B": 1, "H": 1, "S": 128, "D": 64}, "float32")
+    with pytest.raises(ConfigRejected, match="sm_90a"):
+        fa.compile_flash_attn({}, {"B": 1, "H": 1, "S": 128, "D": 64}, "bfloat16", arch="sm_80")
+    with pytest.raises(ConfigRejected, match="positive"):
+        fa.compile_flash_attn({}, {"B": 1, "H": 1, "S": 0, "D": 64}, "bfloat16")
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_references_agree_on_cpu(causal):
+    import torch
+    import torch.nn.functional as F
+
+    inputs = fa.make_inputs({"B": 2, "H": 3, "S": 77, "D": 64, "causal": causal}, "bfloat16", device="cpu")
+    ref = fa.reference_fp32(inputs)
+    q, k, v = (inputs[n].float().transpose(1, 2) for n in "qkv")
+    sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)).transpose(1, 2)
+    assert (ref - sdpa).abs().max().item() < 1e-5
+    low = fa.torch_reference(inputs).float()
+    assert 0 < (low - ref).abs().max().item() < 5e-2
+    assert torch.isnan(inputs["out"]).all()
+
+
+def test_flops_and_spec():
+    s = {"B": 4, "H": 16, "S": 8192, "D": 128, "causal": 0}
+    assert fa.attention_flops(s) == 4.0 * 4 * 16 * 8192 * 8192 * 128
+    assert fa.attention_flops(dict(s, causal=1)) == fa.attention_flops(s) / 2
+    assert fa.FLASH_ATTN_SPEC.references[0] == "sdpa"
+    assert fa.FLASH_ATTN_SPEC.default_config == fa.FlashSM90().to_dict()

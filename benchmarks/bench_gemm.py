@@ -12,11 +12,13 @@ The config per shape is kernelscope.kernels.gemm.heuristic_config unless --confi
 
 import argparse
 import json
-import math
 import os
-import platform
 import sys
 import time
+
+from _bench_common import (
+    best_ratio_geomean, command_line, environment, gemm_operands, interleaved_passes, launch_and_check,
+    mean_of_medians, parse_shapes, versus_cublas, write_json)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -32,23 +34,11 @@ def _parse_args(argv):
     return p.parse_args(argv)
 
 
-def _shapes(text):
-    from kernelscope.kernels.gemm import SUITE
-    if not text:
-        return [dict(s) for s in SUITE]
-    out = []
-    for item in text.split(","):
-        m, n, k = (int(x) for x in item.lower().split("x"))
-        out.append({"M": m, "N": n, "K": k})
-    return out
-
-
 def main(argv=None):
     args = _parse_args(argv)
     import torch
 
     from kernelscope.kernels import gemm
-    from kernelscope.profiler.timing import time_callable, tflops
 
     if not torch.cuda.is_available():
         print("bench_gemm: no CUDA GPU available", file=sys.stderr)
@@ -59,13 +49,10 @@ def main(argv=None):
     configs = None
     if args.sweep:
         configs = [gemm.GemmConfig.from_mapping(c) for c in json.loads(args.sweep)]
-    for shape in _shapes(args.shapes):
+    for shape in parse_shapes(args.shapes, gemm.SUITE):
         M, N, K = shape["M"], shape["N"], shape["K"]
         flops = 2.0 * M * N * K
-        g = torch.Generator(device="cpu").manual_seed(M * 31 + N * 7 + K)
-        a = torch.randn((M, K), generator=g).to(tdt).cuda()
-        b = torch.randn((K, N), generator=g).to(tdt).cuda()
-        out = torch.full((M, N), float("nan"), dtype=tdt, device="cuda")
+        a, b, out = gemm_operands(torch, shape, tdt)
         ref_out = torch.empty((M, N), dtype=tdt, device="cuda")
         ref32 = a.float() @ b.float()
         cublas = lambda: torch.mm(a, b, out=ref_out)  # noqa: E731
@@ -79,24 +66,13 @@ def main(argv=None):
                 print(f"{M}x{N}x{K} {cfg}: rejected: {e}")
                 continue
             compile_s = time.time() - t0
-            out.fill_(float("nan"))
-            ours()
-            torch.cuda.synchronize()
-            rel = ((out.float() - ref32).norm() / ref32.norm()).item()
-            finite = bool(torch.isfinite(out).all().item())
-            passes = []
-            for _ in range(2):
-                t_ours = time_callable(ours, rep_ms=args.rep_ms, flush_l2=True)
-                t_ref = time_callable(cublas, rep_ms=args.rep_ms, flush_l2=True)
-                passes.append((t_ours, t_ref))
-            ms = sum(p[0].median_ms for p in passes) / 2
-            ms_ref = sum(p[1].median_ms for p in passes) / 2
+            rel, finite = launch_and_check(torch, ours, out, ref32)
+            passes = interleaved_passes([ours, cublas], 2, args.rep_ms)
+            ms, ms_ref = mean_of_medians(passes)
             row = {
                 "shape": shape, "config": cfg.to_dict(),
                 "stages": gemm.resolve_config(cfg).stages,
-                "ms": ms, "tflops": tflops(flops, ms),
-                "cublas_ms": ms_ref, "cublas_tflops": tflops(flops, ms_ref),
-                "ratio_vs_cublas": ms_ref / ms,
+                **versus_cublas(flops, ms, ms_ref),
                 "passes": [{"ours": p[0].to_dict() | {"samples_ms": None},
                             "cublas": p[1].to_dict() | {"samples_ms": None}} for p in passes],
                 "rel_norm_error": rel, "all_written": finite, "compile_s": compile_s,
@@ -109,31 +85,21 @@ def main(argv=None):
                   f"{_short(cfg)}", flush=True)
     if not rows:
         return 1
-    best = {}
-    for r in rows:
-        key = (r["shape"]["M"], r["shape"]["N"], r["shape"]["K"])
-        if key not in best or r["ratio_vs_cublas"] > best[key]["ratio_vs_cublas"]:
-            best[key] = r
-    geo = math.exp(sum(math.log(r["ratio_vs_cublas"]) for r in best.values()) / len(best))
-    print(f"geomean ratio vs cuBLAS over {len(best)} shapes: {geo:.3f}")
+    geo, shapes = best_ratio_geomean(rows)
+    print(f"geomean ratio vs cuBLAS over {shapes} shapes: {geo:.3f}")
     if args.out:
-        import cutlass
         result = {
             "kernel": "gemm", "dtype": args.dtype, "layout": "A row-major (K-major), B row-major (N-major), C row-major",
-            "device": dev.name, "sm_count": dev.multi_processor_count,
-            "torch": torch.__version__, "cuda": torch.version.cuda,
-            "cutlass_dsl": getattr(cutlass, "__version__", None), "python": platform.python_version(),
+            **environment(dev, torch),
             "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
                       "before each, warm-up, median; two interleaved passes per side, mean of medians",
             "reference": "cuBLAS via torch.mm(a, b, out=...)",
             "skinny_pairing": "M in {128, 512} paired with N = K = 4096",
             "geomean_ratio_vs_cublas": geo,
             "results": rows,
-            "command": " ".join([os.path.basename(sys.executable), "benchmarks/bench_gemm.py"] + list(argv or sys.argv[1:])),
+            "command": command_line("benchmarks/bench_gemm.py", argv, os.path.basename(sys.executable)),
         }
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        write_json(args.out, result)
         print(f"wrote {args.out}")
     return 0
 

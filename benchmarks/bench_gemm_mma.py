@@ -14,11 +14,13 @@ mma.sync ceiling measured by benchmarks/hmma_ceiling.py.
 
 import argparse
 import json
-import math
 import os
-import platform
 import sys
 import time
+
+from _bench_common import (
+    best_ratio_geomean, command_line, environment, gemm_operands, interleaved_passes, launch_and_check,
+    mean_of_medians, parse_shapes, versus_cublas, write_json)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -37,23 +39,8 @@ def _parse_args(argv):
 
 
 def _shapes(text):
-    from kernelscope.kernels.gemm import SUITE
-    if not text:
-        return [dict(s) for s in SUITE]
-    out = []
-    for item in text.split(","):
-        m, n, k = (int(x) for x in item.lower().split("x"))
-        out.append({"M": m, "N": n, "K": k})
-    return out
-
-
-def _operands(torch, shape, tdt):
-    M, N, K = shape["M"], shape["N"], shape["K"]
-    g = torch.Generator(device="cpu").manual_seed(M * 31 + N * 7 + K)
-    a = torch.randn((M, K), generator=g).to(tdt).cuda()
-    b = torch.randn((K, N), generator=g).to(tdt).cuda()
-    out = torch.full((M, N), float("nan"), dtype=tdt, device="cuda")
-    return a, b, out
+    from kernelscope.kernels.gemm_problem import SUITE
+    return parse_shapes(text, SUITE)
 
 
 def _profile_once(args):
@@ -62,7 +49,7 @@ def _profile_once(args):
     from kernelscope.kernels import gemm_mma
     cfg = gemm_mma.MmaGemmConfig.from_mapping(json.loads(args.configs)[0] if args.configs else {})
     for shape in _shapes(args.profile_once):
-        a, b, out = _operands(torch, shape, getattr(torch, args.dtype))
+        a, b, out = gemm_operands(torch, shape, getattr(torch, args.dtype))
         run = gemm_mma.bind_gemm_mma(cfg, {"a": a, "b": b, "out": out})
         run()                                  # first launch: compile, module load, warm-up
         torch.cuda.synchronize()
@@ -85,7 +72,7 @@ def main(argv=None):
         return _profile_once(args)
 
     from kernelscope.kernels import gemm_mma
-    from kernelscope.profiler.timing import time_callable, tflops
+    from kernelscope.profiler.timing import tflops
 
     dev = torch.cuda.get_device_properties(0)
     tdt = getattr(torch, args.dtype)
@@ -102,7 +89,7 @@ def main(argv=None):
     for shape in _shapes(args.shapes):
         M, N, K = shape["M"], shape["N"], shape["K"]
         flops = 2.0 * M * N * K
-        a, b, out = _operands(torch, shape, tdt)
+        a, b, out = gemm_operands(torch, shape, tdt)
         ref_out = torch.empty((M, N), dtype=tdt, device="cuda")
         ref32 = a.float() @ b.float()
         cublas = lambda: torch.mm(a, b, out=ref_out)  # noqa: E731
@@ -114,25 +101,15 @@ def main(argv=None):
                 print(f"{M}x{N}x{K} {cfg}: rejected: {e}")
                 continue
             compile_s = time.time() - t0
-            out.fill_(float("nan"))
-            ours()
-            torch.cuda.synchronize()
-            rel = ((out.float() - ref32).norm() / ref32.norm()).item()
-            finite = bool(torch.isfinite(out).all().item())
-            passes = []
-            for _ in range(2):
-                passes.append((time_callable(ours, rep_ms=args.rep_ms, flush_l2=True),
-                               time_callable(cublas, rep_ms=args.rep_ms, flush_l2=True)))
-            ms = sum(p[0].median_ms for p in passes) / 2
-            ms_ref = sum(p[1].median_ms for p in passes) / 2
+            rel, finite = launch_and_check(torch, ours, out, ref32)
+            passes = interleaved_passes([ours, cublas], 2, args.rep_ms)
+            ms, ms_ref = mean_of_medians(passes)
             grid, resources = gemm_mma.persistent_grid(cfg, args.dtype, "n")
             row = {
                 "shape": shape, "config": cfg.to_dict(),
                 "stages": gemm_mma.resolve_config(cfg).stages,
                 "grid_blocks": grid, "resources": resources,
-                "ms": ms, "tflops": tflops(flops, ms),
-                "cublas_ms": ms_ref, "cublas_tflops": tflops(flops, ms_ref),
-                "ratio_vs_cublas": ms_ref / ms,
+                **versus_cublas(flops, ms, ms_ref),
                 "fraction_of_hmma_ceiling": tflops(flops, ms) / ceiling["ceiling_tflops"] if ceiling else None,
                 "passes": [{"ours": {k: v for k, v in p[0].to_dict().items() if k != "samples_ms"},
                             "cublas": {k: v for k, v in p[1].to_dict().items() if k != "samples_ms"}}
@@ -148,21 +125,13 @@ def main(argv=None):
                   f"written {finite}  {_short(cfg)} regs {resources['registers']} grid {grid}", flush=True)
     if not rows:
         return 1
-    best = {}
-    for r in rows:
-        key = (r["shape"]["M"], r["shape"]["N"], r["shape"]["K"])
-        if key not in best or r["ratio_vs_cublas"] > best[key]["ratio_vs_cublas"]:
-            best[key] = r
-    geo = math.exp(sum(math.log(r["ratio_vs_cublas"]) for r in best.values()) / len(best))
-    print(f"geomean ratio vs cuBLAS over {len(best)} shapes: {geo:.3f}")
+    geo, shapes = best_ratio_geomean(rows)
+    print(f"geomean ratio vs cuBLAS over {shapes} shapes: {geo:.3f}")
     if args.out:
-        import cutlass
         result = {
             "kernel": "gemm_mma", "dtype": args.dtype,
             "layout": "A row-major (K-major), B row-major (N-major), C row-major",
-            "device": dev.name, "sm_count": dev.multi_processor_count,
-            "torch": torch.__version__, "cuda": torch.version.cuda,
-            "cutlass_dsl": getattr(cutlass, "__version__", None), "python": platform.python_version(),
+            **environment(dev, torch),
             "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
                       "before each, warm-up, median; two interleaved passes per side, mean of medians",
             "clocks": "as found (not locked)",
@@ -170,11 +139,9 @@ def main(argv=None):
             "hmma_ceiling_tflops": ceiling["ceiling_tflops"] if ceiling else None,
             "geomean_ratio_vs_cublas": geo,
             "results": rows,
-            "command": " ".join(["python3", "benchmarks/bench_gemm_mma.py"] + list(argv or sys.argv[1:])),
+            "command": command_line("benchmarks/bench_gemm_mma.py", argv),
         }
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        write_json(args.out, result)
         print(f"wrote {args.out}")
     return 0
 

@@ -20,10 +20,11 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 import time
+
+from _bench_common import command_line, environment, interleaved_passes, mean_of_medians, parse_shapes, write_json
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -45,9 +46,7 @@ def _parse_args(argv):
 
 def _shapes(text):
     from kernelscope.kernels.gemm_rmsnorm import SUITE
-    if not text:
-        return [dict(s) for s in SUITE]
-    return [dict(zip("MNK", (int(v) for v in item.lower().split("x")))) for item in text.split(",")]
+    return parse_shapes(text, SUITE)
 
 
 def _accuracy(out, ref):
@@ -64,7 +63,7 @@ def main(argv=None):
     import torch.nn.functional as F
 
     from kernelscope.kernels import gemm_rmsnorm as fused
-    from kernelscope.profiler.timing import time_callable, tflops
+    from kernelscope.profiler.timing import tflops
 
     if not torch.cuda.is_available():
         print("bench_gemm_rmsnorm: no CUDA GPU available", file=sys.stderr)
@@ -105,11 +104,8 @@ def main(argv=None):
             run()
             torch.cuda.synchronize()
             acc = _accuracy(out, ref)
-            passes = []
-            for _ in range(args.passes):
-                passes.append([time_callable(f, rep_ms=args.rep_ms, flush_l2=True)
-                               for f in [run] + list(sides.values())])
-            ms = [sum(p[j].median_ms for p in passes) / len(passes) for j in range(1 + len(sides))]
+            passes = interleaved_passes([run] + list(sides.values()), args.passes, args.rep_ms)
+            ms = mean_of_medians(passes)
             flops = 2.0 * M * N * K
             row = {
                 "shape": shape, "config": cfg.to_dict(), "stages": fused.ring_stages(cfg),
@@ -162,24 +158,19 @@ def _summary(rows, base_cfg):
 
 def _write(args, argv, dev, torch, rows, base_cfg, final):
     """Write the JSON (after every shape too, so a run cut short keeps what it measured)."""
-    import cutlass
     summary = _summary(rows, base_cfg)
     result = {
         "kernel": "gemm_rmsnorm", "dtype": "bfloat16", "complete": final,
         "layout": "X row-major, W (K x N) row-major, Y row-major; gain folded into W before timing",
-        "device": dev.name, "sm_count": dev.multi_processor_count, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "cutlass_dsl": getattr(cutlass, "__version__", None),
-        "python": platform.python_version(),
+        **environment(dev, torch),
         "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
                   f"before each, warm-up, median; {args.passes} interleaved passes per side, mean of medians",
         "inputs": "x rows scaled by 10^u, u uniform in [-3, 3]; gamma = 1 + 0.5 N(0,1); "
                   "w = N(0,1)/sqrt(K); eps 1e-6",
         "summary": summary, "results": rows,
-        "command": " ".join(["python3", "benchmarks/bench_gemm_rmsnorm.py"] + list(argv or sys.argv[1:])),
+        "command": command_line("benchmarks/bench_gemm_rmsnorm.py", argv),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_json(args.out, result)
     if final:
         print(f"wrote {args.out}")
     return summary

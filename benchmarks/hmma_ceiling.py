@@ -14,11 +14,11 @@ The best rate over the warp/chain grid is the ceiling that gemm_mma's ratio refe
 """
 
 import argparse
-import json
 import os
-import platform
 import sys
 import time
+
+from _bench_common import command_line, environment, write_json
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -150,22 +150,18 @@ def main(argv=None):
     print(f"mma.sync ceiling ({args.dtype}, fp32 accumulate): {best['tflops']:.1f} TFLOP/s "
           f"at {best['warps_per_sm']} warps/SM, chains {best['chains']}")
     if args.out:
-        import cutlass
         result = {
             "what": "mma.sync m16n8k16 throughput from registers (HMMA ceiling)",
             "dtype": args.dtype, "accumulate": "float32",
-            "device": dev.name, "sm_count": sms, "torch": torch.__version__, "cuda": torch.version.cuda,
-            "cutlass_dsl": getattr(cutlass, "__version__", None), "python": platform.python_version(),
+            **environment(dev, torch),
             "iters_per_launch": args.iters,
             "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, warm-up, median; "
                       "no L2 flush (no memory traffic in the loop)",
             "clocks": "as found (not locked)",
             "ceiling_tflops": best["tflops"], "best": best, "results": rows,
-            "command": " ".join(["python3", "benchmarks/hmma_ceiling.py"] + list(argv or sys.argv[1:])),
+            "command": command_line("benchmarks/hmma_ceiling.py", argv),
         }
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        write_json(args.out, result)
         print(f"wrote {args.out}")
     return 0
 

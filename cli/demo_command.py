@@ -7,8 +7,6 @@ command so the user can run it on their own reports and kernels.
 
 from __future__ import annotations
 
-import lzma
-import shutil
 from pathlib import Path
 
 import click
@@ -28,20 +26,11 @@ DEMO_INSPECT = ("gemm", "sm_90a")
 
 
 def recorded_report(name: str) -> Path:
-    """The decompressed copy of a shipped report, kept in the user cache directory."""
-    from kernelscope.profiler.compile_cache import cache_root
-
-    source = RECORDED / f"{name}.xz"
-    if not source.exists():
-        raise UserError(f"the recorded reports are not installed ({source} is missing); run from a source checkout (pip install -e .)")
-    target = cache_root() / "recorded" / name
-    if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".partial")
-        with lzma.open(source) as src, open(partial, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        partial.replace(target)
-    return target
+    """A shipped report (xz-compressed; every command reads those directly)."""
+    path = RECORDED / f"{name}.xz"
+    if not path.exists():
+        raise UserError(f"the recorded reports are not installed ({path} is missing); run from a source checkout (pip install -e .)")
+    return path
 
 
 @click.command()

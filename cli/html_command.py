@@ -95,9 +95,6 @@ def build_page(inputs: tuple[str, ...], options: PageOptions | None = None):
         return _pair_page(resolve_one(inputs[0], "A"), resolve_one(inputs[1], "B"), options)
     spec = inputs[0]
     path, selector = split_spec(spec)
-    if selector is None and ".json:" in spec:
-        path, selector = spec.split(".json:", 1)
-        path += ".json"
     if not Path(path).exists():
         raise UserError(f"{path}: no such file")
     if _is_json(path):

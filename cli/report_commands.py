@@ -86,9 +86,6 @@ def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
 
 def resolve_one(spec: str, role: str) -> KernelProfile:
     path, selector = split_spec(spec)
-    if selector is None and ".json:" in spec:
-        path, selector = spec.split(".json:", 1)
-        path += ".json"
     profiles = _pick(load_profiles(path), selector, path)
     if len(profiles) != 1:
         names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])

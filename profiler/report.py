@@ -7,7 +7,9 @@ or from `ncu` on PATH, under `extras/python`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import lzma
 import math
 import os
 import re
@@ -15,6 +17,7 @@ import shlex
 import shutil
 import struct
 import sys
+import tempfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable
@@ -83,6 +86,13 @@ def load_report(
     outside such ranges stay single.
     """
     path = Path(path)
+    if path.suffix == ".xz":
+        # Recorded reports are kept xz-compressed; ncu_report reads only plain files.
+        with decompressed(path, ".ncu-rep") as plain:
+            profiles = load_report(plain, group_nvtx_prefix=group_nvtx_prefix)
+        for p in profiles:
+            p.source = str(path)
+        return profiles
     raw = _read_checked(path)
     ncu_report = import_ncu_report()
     try:
@@ -101,6 +111,21 @@ def load_report(
     if group_nvtx_prefix is not None:
         profiles = group_by_nvtx(profiles, group_nvtx_prefix)
     return profiles
+
+
+@contextlib.contextmanager
+def decompressed(path: Path, suffix: str):
+    """A temporary plain copy of an .xz file (UserError when it is missing or not xz)."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    with tempfile.TemporaryDirectory(prefix="kernelscope-") as tmp:
+        plain = Path(tmp) / (path.name[: -len(".xz")] if path.name.endswith(".xz") else path.name + suffix)
+        try:
+            with lzma.open(path) as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        except (lzma.LZMAError, EOFError) as e:
+            raise UserError(f"{path}: not a valid xz file ({e})") from None
+        yield plain
 
 
 def _read_checked(path: Path) -> bytes:
@@ -333,16 +358,20 @@ def _nvtx_ranges(action: Any) -> list[str]:
 # Selection and grouping
 
 
+SELECTABLE_SUFFIXES = (".ncu-rep.xz", ".ncu-rep", ".json.xz", ".json")
+
+
 def split_spec(spec: str) -> tuple[str, str | None]:
     """'file.ncu-rep:REGEX' -> (file, REGEX); a plain path -> (path, None).
 
-    Only a colon after the '.ncu-rep' suffix separates a regex, so paths with
-    colons elsewhere (and Windows drive letters) still work.
+    Only a colon right after a known suffix (.ncu-rep, .json, either with .xz)
+    separates a selector, so paths with colons elsewhere still work.
     """
-    marker = ".ncu-rep:"
-    at = spec.find(marker)
-    if at >= 0:
-        return spec[: at + len(".ncu-rep")], spec[at + len(marker) :] or None
+    for suffix in SELECTABLE_SUFFIXES:
+        at = spec.find(suffix + ":")
+        if at >= 0:
+            end = at + len(suffix)
+            return spec[:end], spec[end + 1 :] or None
     return spec, None
 
 

@@ -1,4 +1,4 @@
-"""Load profiles from any input kernelscope accepts: a .ncu-rep or a kernelscope JSON file."""
+"""Load profiles from any input kernelscope accepts: a .ncu-rep or a kernelscope JSON file (.xz too)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,22 @@ from pathlib import Path
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.profiler.report import REPORT_MAGIC, load_report, select, split_spec
+from kernelscope.profiler.report import REPORT_MAGIC, decompressed, load_report
 
 SHOW_SCHEMA = "kernelscope.show"
 SHOW_SCHEMA_VERSION = 1
 
 
 def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None) -> list[KernelProfile]:
+    """Profiles from a .ncu-rep or a kernelscope JSON file, either one possibly .xz-compressed."""
     path = Path(path)
+    if path.name.endswith(".json.xz"):
+        with decompressed(path, ".json") as plain:
+            profiles = _load_json(plain)
+        return profiles
     if path.suffix == ".json":
         return _load_json(path)
-    if path.exists() and path.is_file():
+    if path.exists() and path.is_file() and path.suffix != ".xz":
         with open(path, "rb") as f:
             head = f.read(16)
         if head.lstrip().startswith(b"{"):
@@ -25,16 +30,6 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None) -> 
         if not head.startswith(REPORT_MAGIC):
             raise UserError(f"{path}: not an Nsight Compute report (.ncu-rep) or kernelscope JSON file")
     return load_report(path, group_nvtx_prefix=group_nvtx_prefix)
-
-
-def load_selected(spec: str, default_regex: str | None = None) -> list[KernelProfile]:
-    """'FILE[:REGEX]' -> the matching profiles of FILE (UserError when none)."""
-    path, regex = split_spec(spec)
-    if regex is None and path.endswith(".json") and ".json:" in spec:
-        path, regex = spec.split(".json:", 1)
-        path += ".json"
-    profiles = load_profiles(path)
-    return select(profiles, regex or default_regex, what=path)
 
 
 def _load_json(path: Path) -> list[KernelProfile]:

@@ -4,6 +4,8 @@ import csv
 import lzma
 from pathlib import Path
 
+FIXTURES_DIR = Path(__file__).parent / "fixtures"
+
 # ncu's raw page scales units (Kbyte, Mbyte, us, ...); these bring a value back to the base unit.
 _SCALE = {
     "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,

@@ -93,6 +93,8 @@ def test_select_by_regex_and_errors(full_pair):
 
 def test_split_spec():
     assert split_spec("a.ncu-rep:nvjet|gemm") == ("a.ncu-rep", "nvjet|gemm")
+    assert split_spec("a.ncu-rep.xz:@1") == ("a.ncu-rep.xz", "@1")
+    assert split_spec("saved.json:gemm") == ("saved.json", "gemm")
     assert split_spec("dir:with:colons/a.ncu-rep") == ("dir:with:colons/a.ncu-rep", None)
     assert split_spec("a.ncu-rep") == ("a.ncu-rep", None)
 
@@ -129,3 +131,20 @@ def test_truncated_report_is_refused(tmp_path, fixture_file):
     cut.write_bytes(data[: len(data) * 2 // 5])
     with pytest.raises(UserError, match="truncated"):
         load_report(cut)
+
+
+def test_xz_compressed_reports_read_directly(fixture_file):
+    from ncu_csv import FIXTURES_DIR
+
+    compressed = FIXTURES_DIR / f"{FULL}.xz"
+    direct = load_report(compressed)
+    plain = load_report(fixture_file(FULL))
+    assert [p.source for p in direct] == [str(compressed)] * 2
+    assert [p.metrics == q.metrics and p.instruction_mix == q.instruction_mix for p, q in zip(direct, plain)] == [True, True]
+
+
+def test_corrupt_xz_is_one_clear_error(tmp_path):
+    bad = tmp_path / "x.ncu-rep.xz"
+    bad.write_bytes(b"not xz at all")
+    with pytest.raises(UserError, match="not a valid xz file"):
+        load_report(bad)

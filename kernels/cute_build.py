@@ -115,3 +115,20 @@ def max_active_clusters(cluster: tuple[int, int]) -> int:
 def sass_of(cubin: bytes | None) -> str | None:
     from kernelscope.kernels.spec import disassemble_cubin
     return disassemble_cubin(cubin) if cubin else None
+
+
+def compiled_kernel(compiled, bind=None):
+    """The CompiledKernel of a cute.compile result: its artifacts, and where it can run here,
+    bind(inputs) -> zero-argument launcher and launch(inputs), which binds, runs and returns
+    inputs["out"]. bind=None: inspection only."""
+    from kernelscope.kernels.spec import CompiledKernel
+
+    cubin, ptx = artifacts(compiled)
+    sass = sass_of(cubin)
+
+    def launch(inputs):
+        bind(inputs)()
+        return inputs["out"]
+
+    return CompiledKernel(launch=launch if bind is not None else None, cubin=cubin, sass=sass, ptx=ptx,
+                          kernel_names=kernel_names(sass), bind=bind)

@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
-    H100_SMS, artifact_options, artifacts, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
-    fake_stream, gpu_available, kernel_names, max_active_clusters, sass_of, to_cute)
+    H100_SMS, artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
+    fake_stream, gpu_available, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import (
     SUITE, make_inputs, parse_cluster, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
@@ -394,19 +394,7 @@ def compile_gemm(config: dict[str, Any] | GemmConfig | None, shape: dict[str, in
     gpu = gpu_available()
     # The inspected variant: compiled from fake tensors, so it builds with or without a GPU.
     compiled, _ = _compiled(cfg, dtype, out_dtype, a_major, b_major, False)
-    cubin, ptx = artifacts(compiled)
-    sass = sass_of(cubin)
-    launch = bind = None
-    if gpu:
-        def bind(inputs):
-            return bind_gemm(cfg, inputs)
-
-        def launch(inputs):
-            bind_gemm(cfg, inputs)()
-            return inputs["out"]
-
-    return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=kernel_names(sass), bind=bind)
+    return compiled_kernel(compiled, (lambda inputs: bind_gemm(cfg, inputs)) if gpu else None)
 
 
 def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:

@@ -40,8 +40,8 @@ from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
-    artifact_options, artifacts, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands, fake_stream,
-    gpu_available, kernel_names, sass_of, to_cute)
+    artifact_options, artifacts, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
+    fake_stream, gpu_available, to_cute)
 from kernelscope.kernels.gemm_problem import (
     make_inputs, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
@@ -533,19 +533,8 @@ def compile_gemm_mma(config: dict[str, Any] | MmaGemmConfig | None, shape: dict[
         check_shape(shape, dtype, b_major)
     resolve_config(cfg, arch)
     compiled, _ = _compiled(cfg, dtype, b_major, arch, False)
-    cubin, ptx = artifacts(compiled)
-    sass = sass_of(cubin)
-    launch = bind = None
-    if gpu_available() and arch == _device_arch():
-        def bind(inputs):
-            return bind_gemm_mma(cfg, inputs)
-
-        def launch(inputs):
-            bind_gemm_mma(cfg, inputs)()
-            return inputs["out"]
-
-    return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=kernel_names(sass), bind=bind)
+    runs_here = gpu_available() and arch == _device_arch()
+    return compiled_kernel(compiled, (lambda inputs: bind_gemm_mma(cfg, inputs)) if runs_here else None)
 
 
 def bind_gemm_mma(cfg: MmaGemmConfig, inputs) -> Callable[[], Any]:

@@ -39,8 +39,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from kernelscope.kernels.cute_build import (
-    artifact_options, artifacts, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands, fake_stream,
-    gpu_available, kernel_names, max_active_clusters, sass_of, to_cute)
+    artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands, fake_stream,
+    gpu_available, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import parse_cluster, problem_dims, reject_unknown_keys
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
@@ -435,18 +435,7 @@ def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch:
         raise ConfigRejected(f"gemm_rmsnorm input dtype must be one of {DTYPES}, got {dtype}")
     ring_stages(cfg)
     compiled = _compiled(cfg, dtype, w_major, False)
-    cubin, ptx = artifacts(compiled)
-    sass = sass_of(cubin)
-    launch = bind = None
-    if gpu_available():
-        def bind(inputs):
-            return bind_gemm_rmsnorm(cfg, inputs)
-
-        def launch(inputs):
-            bind_gemm_rmsnorm(cfg, inputs)()
-            return inputs["out"]
-    return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=kernel_names(sass), bind=bind)
+    return compiled_kernel(compiled, (lambda inputs: bind_gemm_rmsnorm(cfg, inputs)) if gpu_available() else None)
 
 
 def bind_gemm_rmsnorm(cfg: FusedConfig, inputs) -> Callable[[], Any]:

@@ -3,42 +3,15 @@ design relies on and no local memory; invalid configs are refused; the tile sche
 every output tile exactly once."""
 
 import os
-import re
-import subprocess
-import tempfile
 
 import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
+from gemm_testing import UNSUPPORTED_SHAPES, assert_no_stack_or_local_memory, opcodes  # noqa: E402
 from kernelscope.kernels import gemm  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
 from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler  # noqa: E402
-
-_OPCODE = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", re.M)
-
-
-def _opcodes(sass: str) -> set[str]:
-    return set(_OPCODE.findall(sass))
-
-
-def _resource_usage(cubin: bytes) -> str:
-    import nvidia
-
-    tool = None
-    for root in nvidia.__path__:
-        for sub in ("cu13", "cu12", "cuda_cuobjdump"):
-            cand = os.path.join(root, sub, "bin", "cuobjdump")
-            if os.path.isfile(cand):
-                tool = cand
-    if tool is None:
-        pytest.skip("cuobjdump is not installed")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True,
-                              text=True, check=True).stdout
-
 
 VARIANTS = [
     ({}, "bfloat16", True),                                                    # default 128x256, 2x1
@@ -52,20 +25,17 @@ def test_sass_has_design_instructions_and_no_local_memory(config, dtype, stmatri
     ck = gemm.compile_gemm(config, {"M": 1000, "N": 1024, "K": 1000}, dtype)
     assert ck.launch is None or ck.bind is not None
     assert ck.cubin and ck.sass, "compile produced no cubin / SASS"
-    ops = _opcodes(ck.sass)
+    ops = opcodes(ck.sass)
     expected = ["HGMMA", "UTMALDG", "UTMASTG"] + (["STSM"] if stmatrix else [])
     missing = [op for op in expected if op not in ops]
     assert not missing, f"SASS lacks {missing}"
     assert not ops & {"LDL", "STL"}, "local memory traffic in SASS"
-    usage = _resource_usage(ck.cubin)
-    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", usage)
-    assert m, usage
-    assert int(m.group(2)) == 0 and int(m.group(4)) == 0, usage
+    assert_no_stack_or_local_memory(ck.cubin)
 
 
 def test_spec_expected_sass_matches_default_build():
     ck = gemm.GEMM_SPEC.compile(gemm.GEMM_SPEC.default_config, gemm.SUITE[1], "bfloat16", "sm_90a")
-    ops = _opcodes(ck.sass)
+    ops = opcodes(ck.sass)
     assert set(gemm.GEMM_SPEC.expected_sass) <= ops
 
 
@@ -88,12 +58,7 @@ def test_invalid_configs_are_refused_with_a_reason(bad, needle):
         gemm.compile_gemm(bad, {"M": 256, "N": 256, "K": 256})
 
 
-@pytest.mark.parametrize("shape,dtype", [
-    ({"M": 256, "N": 250, "K": 256}, "bfloat16"),       # B rows not 16-byte aligned
-    ({"M": 256, "N": 256, "K": 20}, "bfloat16"),        # A rows not 16-byte aligned
-    ({"M": 0, "N": 256, "K": 256}, "bfloat16"),
-    ({"M": 256, "N": 256, "K": 256}, "float32"),
-])
+@pytest.mark.parametrize("shape,dtype", UNSUPPORTED_SHAPES)
 def test_unsupported_shapes_are_refused(shape, dtype):
     with pytest.raises(ConfigRejected):
         gemm.compile_gemm({}, shape, dtype)

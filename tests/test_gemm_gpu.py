@@ -14,6 +14,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (sm_90)"),
 ]
 
+from gemm_testing import assert_matches_float64_product, launch_spec_default  # noqa: E402
 from kernelscope.kernels import gemm  # noqa: E402
 
 # Elementwise tolerance: output rounding (relative) plus a small absolute floor for entries
@@ -40,17 +41,7 @@ def _check(config, M, N, K, dtype="bfloat16", out_dtype=None, a_major="k", b_maj
     cfg = gemm.GemmConfig.from_mapping(config)
     gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})()
     torch.cuda.synchronize()
-    ref = a.double() @ b.double()
-    got = out.double()
-    assert torch.isfinite(got).all(), f"{(~torch.isfinite(got)).sum().item()} elements never written"
-    err = (got - ref).abs()
-    tol = _ATOL + _RTOL[out_dtype] * ref.abs()
-    bad = err > tol
-    rel = ((got - ref).norm() / ref.norm()).item()
-    assert not bad.any(), (
-        f"{bad.sum().item()} elements off, first at {tuple(bad.nonzero()[0].tolist())}, "
-        f"max abs err {err.max().item():.3g}, rel norm err {rel:.3g}")
-    assert rel < 4 * _RTOL[out_dtype]
+    assert_matches_float64_product(a, b, out, _RTOL[out_dtype], _ATOL)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -96,11 +87,7 @@ def test_configs(config):
 
 def test_spec_launch_writes_out():
     spec = gemm.GEMM_SPEC
-    shape = {"M": 520, "N": 264, "K": 136}
-    inputs = spec.make_inputs(shape, "bfloat16", 3, "cuda")
-    ck = spec.compile(spec.default_config, shape, "bfloat16", "sm_90a")
-    out = ck.launch(inputs)
-    torch.cuda.synchronize()
+    inputs, out = launch_spec_default(spec, {"M": 520, "N": 264, "K": 136}, seed=3)
     ref = spec.reference_fp32(inputs)
     assert out is inputs["out"]
     assert torch.allclose(out.float(), ref, atol=_ATOL, rtol=_RTOL["bfloat16"])

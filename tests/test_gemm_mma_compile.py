@@ -5,7 +5,6 @@ invalid configs are refused with a reason; the residency arithmetic behind the p
 
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -13,14 +12,9 @@ import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
+from gemm_testing import UNSUPPORTED_SHAPES, opcodes_with_modifiers  # noqa: E402
 from kernelscope.kernels import gemm_mma  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
-
-_OPCODE = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", re.M)
-
-
-def _opcodes(sass: str) -> list[str]:
-    return _OPCODE.findall(sass)
 
 
 def _count(ops, prefix):
@@ -30,7 +24,7 @@ def _count(ops, prefix):
 @pytest.mark.parametrize("config", [{}, {"b_major": "k", "raster": "row"}])
 def test_sm90a_sass_is_the_mma_sync_path_without_local_memory(config):
     ck = gemm_mma.compile_gemm_mma(config, {"M": 1000, "N": 1024, "K": 1000}, "bfloat16", "sm_90a")
-    ops = _opcodes(ck.sass)
+    ops = opcodes_with_modifiers(ck.sass)
     assert _count(ops, "HMMA") > 0 and _count(ops, "LDSM") > 0 and _count(ops, "UTMALDG") > 0
     assert _count(ops, "HGMMA") == 0, "WGMMA in a kernel meant for the mma.sync path"
     # A is K-major: plain ldmatrix; B N-major needs the transposing form.
@@ -47,7 +41,7 @@ def test_sm90a_sass_is_the_mma_sync_path_without_local_memory(config):
 @pytest.mark.parametrize("config,dtype", [({}, "bfloat16"), ({"tile_n": 128}, "float16")])
 def test_builds_for_sm120a_without_local_memory(config, dtype):
     ck = gemm_mma.compile_gemm_mma(config, None, dtype, "sm_120a")
-    ops = _opcodes(ck.sass)
+    ops = opcodes_with_modifiers(ck.sass)
     assert _count(ops, "HMMA") > 0 and _count(ops, "LDSM") > 0 and _count(ops, "HGMMA") == 0
     assert all(op.startswith("HMMA.16816.F32") for op in ops if op.startswith("HMMA"))
     assert _count(ops, "LDL") == 0 and _count(ops, "STL") == 0, "local memory traffic in SASS"
@@ -96,12 +90,7 @@ def test_invalid_configs_are_refused_with_a_reason(bad, needle):
         gemm_mma.compile_gemm_mma(bad, {"M": 256, "N": 256, "K": 256})
 
 
-@pytest.mark.parametrize("shape,dtype", [
-    ({"M": 256, "N": 250, "K": 256}, "bfloat16"),       # B rows not 16-byte aligned
-    ({"M": 256, "N": 256, "K": 20}, "bfloat16"),        # A rows not 16-byte aligned
-    ({"M": 0, "N": 256, "K": 256}, "bfloat16"),
-    ({"M": 256, "N": 256, "K": 256}, "float32"),
-])
+@pytest.mark.parametrize("shape,dtype", UNSUPPORTED_SHAPES)
 def test_unsupported_shapes_are_refused(shape, dtype):
     with pytest.raises(ConfigRejected):
         gemm_mma.compile_gemm_mma({}, shape, dtype)

@@ -14,6 +14,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (sm_90 or sm_120)"),
 ]
 
+from gemm_testing import assert_matches_float64_product, launch_spec_default  # noqa: E402
 from kernelscope.kernels import gemm_mma  # noqa: E402
 
 _RTOL = {"bfloat16": 2 ** -7, "float16": 2 ** -10}
@@ -30,16 +31,7 @@ def _check(config, M, N, K, dtype="bfloat16", b_major="n", seed=0):
     cfg = gemm_mma.MmaGemmConfig.from_mapping(config)
     gemm_mma.bind_gemm_mma(cfg, {"a": a, "b": b, "out": out})()
     torch.cuda.synchronize()
-    ref = a.double() @ b.double()
-    got = out.double()
-    assert torch.isfinite(got).all(), f"{(~torch.isfinite(got)).sum().item()} elements never written"
-    err = (got - ref).abs()
-    bad = err > _ATOL + _RTOL[dtype] * ref.abs()
-    rel = ((got - ref).norm() / ref.norm()).item()
-    assert not bad.any(), (
-        f"{bad.sum().item()} elements off, first at {tuple(bad.nonzero()[0].tolist())}, "
-        f"max abs err {err.max().item():.3g}, rel norm err {rel:.3g}")
-    assert rel < 4 * _RTOL[dtype]
+    assert_matches_float64_product(a, b, out, _RTOL[dtype], _ATOL)
 
 
 @pytest.mark.parametrize("M,N,K", [
@@ -85,10 +77,6 @@ def test_grid_is_one_block_per_sm():
 
 def test_spec_launch_writes_out():
     spec = gemm_mma.GEMM_MMA_SPEC
-    shape = {"M": 520, "N": 264, "K": 136}
-    inputs = spec.make_inputs(shape, "bfloat16", 3, "cuda")
-    ck = spec.compile(spec.default_config, shape, "bfloat16", "sm_90a")
-    out = ck.launch(inputs)
-    torch.cuda.synchronize()
+    inputs, out = launch_spec_default(spec, {"M": 520, "N": 264, "K": 136}, seed=3)
     assert out is inputs["out"]
     assert torch.allclose(out.float(), spec.reference_fp32(inputs), atol=_ATOL, rtol=_RTOL["bfloat16"])

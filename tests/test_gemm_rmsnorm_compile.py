@@ -5,40 +5,16 @@ scaling relies on hold; bad configs and shapes are refused; the references agree
 
 import os
 import re
-import subprocess
-import tempfile
 
 import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
+from gemm_testing import UNSUPPORTED_SHAPES, assert_no_stack_or_local_memory, opcodes  # noqa: E402
 from kernelscope.kernels import gemm_rmsnorm as fused  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
 
-_OPCODE = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", re.M)
 _HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
-
-
-def _opcodes(sass: str) -> set[str]:
-    return set(_OPCODE.findall(sass))
-
-
-def _resource_usage(cubin: bytes) -> str:
-    import nvidia
-
-    tool = None
-    for root in nvidia.__path__:
-        for sub in ("cu13", "cu12", "cuda_cuobjdump"):
-            cand = os.path.join(root, sub, "bin", "cuobjdump")
-            if os.path.isfile(cand):
-                tool = cand
-    if tool is None:
-        pytest.skip("cuobjdump is not installed")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True,
-                              text=True, check=True).stdout
 
 
 VARIANTS = [
@@ -52,7 +28,7 @@ VARIANTS = [
 def test_sass_has_register_a_wgmma_tma_and_no_local_memory(config, dtype):
     ck = fused.compile_gemm_rmsnorm(config, {"M": 1000, "N": 1032, "K": 1000}, dtype)
     assert ck.cubin and ck.sass, "compile produced no cubin / SASS"
-    ops = _opcodes(ck.sass)
+    ops = opcodes(ck.sass)
     missing = [op for op in ("HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL", "MUFU") if op not in ops]
     assert not missing, f"SASS lacks {missing}"
     assert not ops & {"LDL", "STL"}, "local memory traffic in SASS"
@@ -60,10 +36,7 @@ def test_sass_has_register_a_wgmma_tma_and_no_local_memory(config, dtype):
     operands = _HGMMA.findall(ck.sass)
     assert operands, "no HGMMA operands parsed"
     assert all(a.startswith("R") for _, a in operands), f"HGMMA A operands: {sorted({a for _, a in operands})}"
-    usage = _resource_usage(ck.cubin)
-    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", usage)
-    assert m, usage
-    assert int(m.group(2)) == 0 and int(m.group(4)) == 0, usage
+    assert_no_stack_or_local_memory(ck.cubin)
     assert set(fused.GEMM_RMSNORM_SPEC.expected_sass) <= ops
 
 
@@ -118,12 +91,7 @@ def test_invalid_configs_are_refused_with_a_reason(bad, needle):
         fused.compile_gemm_rmsnorm(bad, {"M": 256, "N": 256, "K": 256})
 
 
-@pytest.mark.parametrize("shape,dtype", [
-    ({"M": 256, "N": 250, "K": 256}, "bfloat16"),
-    ({"M": 256, "N": 256, "K": 20}, "bfloat16"),
-    ({"M": 0, "N": 256, "K": 256}, "bfloat16"),
-    ({"M": 256, "N": 256, "K": 256}, "float32"),
-])
+@pytest.mark.parametrize("shape,dtype", UNSUPPORTED_SHAPES)
 def test_unsupported_shapes_are_refused(shape, dtype):
     with pytest.raises(ConfigRejected):
         fused.compile_gemm_rmsnorm({}, shape, dtype)

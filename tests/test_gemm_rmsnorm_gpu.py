@@ -15,6 +15,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (sm_90)"),
 ]
 
+from gemm_testing import launch_spec_default  # noqa: E402
 from kernelscope.kernels import gemm_rmsnorm as fused  # noqa: E402
 
 # Output rounding (relative, bf16 / fp16) plus the rounding of W' = g * W and of the GEMM's
@@ -81,11 +82,7 @@ def test_zero_rows_and_huge_norm_spread():
 
 def test_spec_launch_matches_reference():
     spec = fused.GEMM_RMSNORM_SPEC
-    shape = {"M": 512, "N": 512, "K": 512}
-    inputs = spec.make_inputs(shape, "bfloat16", 0, "cuda")
-    ck = spec.compile(spec.default_config, shape, "bfloat16", "sm_90a")
-    out = ck.launch(inputs)
-    torch.cuda.synchronize()
+    inputs, out = launch_spec_default(spec, {"M": 512, "N": 512, "K": 512}, seed=0)
     ref = spec.reference_fp32(inputs)
     assert ((out.float() - ref).norm() / ref.norm()).item() < 5e-3
     torch_out = spec.torch_reference(inputs).float()

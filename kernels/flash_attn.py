@@ -49,9 +49,9 @@ EPI_N = 32                  # epilogue subtile width (columns of O)
 H100_SMS = 132
 LOG2E = 1.4426950408889634
 
-# (dtype width, head dim) -> (S row map, O row map) of the last kernel built: what
-# check_fragments returned while tracing it.
-FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+# (dtype width, head dim) -> (S row map, O row map, S column offsets) of the last kernel built:
+# what check_fragments returned while tracing it.
+FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
 
 # Named barriers: 0 is __syncthreads, 1 the epilogue's (kernels/sm90_epilogue.py); the
 # ping-pong turn of math warpgroup w is 2 + w.
@@ -151,13 +151,15 @@ def _coords(tv, t: int, v: int, rows: int) -> tuple[int, int]:
 
 
 def check_fragments(tv_s, tv_o, tv_p, threads: int, tile_m: int, s_values: int, o_values: int,
-                    p_values_per_block: int, k_block: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+                    p_values_per_block: int, k_block: int):
     """For (thread, value) -> flat-index layouts of S (accumulator of Q K^T), O (accumulator of
-    P V) and P (register A operand of P V, one k-block): returns (S row map, O row map), the
-    row (0 or 1: first or second of the thread's two rows) of each value. Raises AssertionError
-    when a row's values are spread beyond one warp, when a thread's O rows differ from its S
-    rows, or when P's registers do not hold S's values in S's order."""
-    s_half = o_half = None
+    P V) and P (register A operand of P V, one k-block): returns (S row map, O row map, S column
+    offsets): the row (0 or 1: first or second of the thread's two rows) of each value, and the
+    column of each S value relative to the thread's value 0 (the same for every thread).
+    Raises AssertionError when a row's values are spread beyond one warp, when a thread's O
+    rows differ from its S rows, when P's registers do not hold S's values in S's order, or
+    when the column offsets depend on the thread."""
+    s_half = o_half = s_cols = None
     holders: dict[int, set[int]] = {}
     for t in range(threads):
         s_rows = [_coords(tv_s, t, v, tile_m)[0] for v in range(s_values)]
@@ -170,10 +172,14 @@ def check_fragments(tv_s, tv_o, tv_p, threads: int, tile_m: int, s_values: int, 
                                  "expected the same two rows r and r + 8")
         sh = tuple((r - base) // 8 for r in s_rows)
         oh = tuple((r - base) // 8 for r in o_rows)
+        c0 = _coords(tv_s, t, 0, tile_m)[1]
+        sc = tuple(_coords(tv_s, t, v, tile_m)[1] - c0 for v in range(s_values))
+        if sh[0] != 0:
+            raise AssertionError(f"thread {t}: value 0 is not in the thread's first row")
         if s_half is None:
-            s_half, o_half = sh, oh
-        elif sh != s_half or oh != o_half:
-            raise AssertionError(f"thread {t} maps values to rows differently from thread 0")
+            s_half, o_half, s_cols = sh, oh, sc
+        elif sh != s_half or oh != o_half or sc != s_cols:
+            raise AssertionError(f"thread {t} maps values to rows or columns differently from thread 0")
         for i in range(s_values):
             blk, v = divmod(i, p_values_per_block)
             pm, pk = _coords(tv_p, t, v, tile_m)
@@ -183,19 +189,24 @@ def check_fragments(tv_s, tv_o, tv_p, threads: int, tile_m: int, s_values: int, 
     for r, ts in holders.items():
         if len({t // 32 for t in ts}) != 1 or len(ts) != 4:
             raise AssertionError(f"row {r} of S is held by threads {sorted(ts)}, not one quad of one warp")
-    return s_half, o_half
+    return s_half, o_half, s_cols
 
 
 # ---------------------------------------------------------------------------------------------
 # The kernel (imports cutlass lazily: the module stays importable where the DSL is missing).
 # ---------------------------------------------------------------------------------------------
 
-def _tree_reduce(values: list, op):
-    """Pairwise reduction (plain Python, unrolled while tracing): short dependency chains."""
-    while len(values) > 1:
-        paired = [op(values[2 * i], values[2 * i + 1]) for i in range(len(values) // 2)]
-        values = paired + values[len(paired) * 2:]
-    return values[0]
+def _tree_reduce(values: list, op, chains: int = 4):
+    """Reduction in `chains` interleaved chains, then pairwise (plain Python, unrolled while
+    tracing): short dependency chains, and only `chains` temporaries live at once (a full tree
+    over 32 values would hold 16, which the overlapped loop at head dim 128 cannot spare)."""
+    acc = list(values[:chains])
+    for i, v in enumerate(values[chains:]):
+        acc[i % chains] = op(acc[i % chains], v)
+    while len(acc) > 1:
+        paired = [op(acc[2 * i], acc[2 * i + 1]) for i in range(len(acc) // 2)]
+        acc = paired + acc[len(paired) * 2:]
+    return acc[0]
 
 
 def _cutlass_dtype(name: str):
@@ -252,10 +263,11 @@ def _kernel_class():
                 self.dtype, self.dtype, K_MAJOR, warpgroup.OperandMajorMode.MN, cutlass.Float32,
                 (MATH_WGS, 1, 1), tiler_mn=(64, D), a_source=warpgroup.OperandSource.RMEM)
             tv_p = tiled_mma_pv.tv_layout_A_tiled
-            self.s_half, self.o_half = FRAGMENT_ROW_MAPS[(self.dtype.width, D)] = check_fragments(
+            maps = FRAGMENT_ROW_MAPS[(self.dtype.width, D)] = check_fragments(
                 tiled_mma_qk.tv_layout_C_tiled, tiled_mma_pv.tv_layout_C_tiled, tv_p,
                 self.math_threads, tm, tn * 64 // 128, D * 64 // 128,
                 cute.size(tv_p, mode=[1]), 16)
+            self.s_half, self.o_half, self.s_cols = maps
 
             sQ_layout = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (tm, tn, D), self.dtype, 1)
             sK_layout = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (tm, tn, D), self.dtype,
@@ -450,9 +462,7 @@ def _kernel_class():
             s_flat = cute.make_tensor(acc_s.iterator, cute.make_layout(n_s))
             p_flat = cute.make_tensor(p.iterator, cute.make_layout(n_s))
 
-            # Coordinates of this thread's S values inside the tile, for the mask.
             thr_qk = tiled_mma_qk.get_slice(ctidx)
-            tScS = thr_qk.partition_C(cute.make_identity_tensor((tm, tn)))
 
             row_max = cute.make_rmem_tensor((2,), cutlass.Float32)
             row_sum = cute.make_rmem_tensor((2,), cutlass.Float32)
@@ -474,7 +484,8 @@ def _kernel_class():
             while work < num_work:
                 m_block, head, batch = self.work_tile(work, heads, m_blocks)
                 n_blocks = self.kv_blocks(m_block, seqlen)
-                acc_o.fill(0.0)
+                # O needs no zeroing: the tile's first P V overwrites it (ACCUMULATE off), so no
+                # registers hold zeros through the first block.
                 cute.arch.mbarrier_wait(q_full, q_phase)
                 q_phase ^= 1
 
@@ -488,7 +499,7 @@ def _kernel_class():
                     self.turn_pass(wg)
                 cute.nvgpu.warpgroup.wait_group(0)
                 k_ring.consumer_release(stage, signals, 0)
-                self.apply_mask(acc_s, tScS, m_block, n, seqlen)
+                self.apply_mask(acc_s, thr_qk, m_block, n, seqlen)
                 self.softmax(acc_s, row_max, row_sum, row_scale, scale_log2, True)
                 p_flat.store(s_flat.load().to(self.dtype))
                 v_stage = stage
@@ -500,7 +511,7 @@ def _kernel_class():
                         self.turn_wait(wg)
                         self.mma_qk(tiled_mma_qk, acc_s, tSrQ, tSrK, stage, qk_blocks)
                         v_ring.consumer_wait(v_stage, self.prev_phase(stage, phase))
-                        self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks)
+                        self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, j > 1)
                         self.turn_pass(wg)
                         cute.nvgpu.warpgroup.wait_group(1)
                         k_ring.consumer_release(stage, signals, 0)
@@ -515,7 +526,7 @@ def _kernel_class():
                     self.release_q(q_empty, signals)
                     v_ring.consumer_wait(v_stage, self.prev_phase(stage, phase))
                     self.turn_wait(wg)
-                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks)
+                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, n_blocks > 1)
                     self.turn_pass(wg)
                     cute.nvgpu.warpgroup.wait_group(0)
                     v_ring.consumer_release(v_stage, signals, 0)
@@ -523,7 +534,7 @@ def _kernel_class():
                     # P V of the first block, then whole blocks in order.
                     v_ring.consumer_wait(v_stage, self.prev_phase(stage, phase))
                     self.turn_wait(wg)
-                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks)
+                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, False)
                     cute.nvgpu.warpgroup.wait_group(0)
                     v_ring.consumer_release(v_stage, signals, 0)
                     for j in range(1, n_blocks):
@@ -537,7 +548,7 @@ def _kernel_class():
                         self.rescale_o(acc_o, row_scale)
                         v_ring.consumer_wait(stage, phase)
                         self.turn_wait(wg)
-                        self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, stage, pv_blocks)
+                        self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, stage, pv_blocks, True)
                         cute.nvgpu.warpgroup.wait_group(0)
                         v_ring.consumer_release(stage, signals, 0)
                         stage, phase = self.advance(stage, phase)
@@ -566,14 +577,26 @@ def _kernel_class():
             if signals:
                 cute.arch.mbarrier_arrive(q_empty)
 
+        @cute.jit
         def turn_wait(self, wg):
+            """Wait for this warpgroup's turn to issue WGMMAs (barrier ids as constants, one
+            branch per warpgroup: a run-time id costs registers across the in-flight WGMMAs)."""
             if cutlass.const_expr(self.cfg.pingpong):
-                cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE + wg, number_of_threads=self.math_threads)
+                if wg == 0:
+                    cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE, number_of_threads=self.math_threads)
+                else:
+                    cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE + 1, number_of_threads=self.math_threads)
 
+        @cute.jit
         def turn_pass(self, wg):
+            """Hand the turn to the other math warpgroup."""
             if cutlass.const_expr(self.cfg.pingpong):
-                cute.arch.barrier_arrive(barrier_id=PINGPONG_BARRIER_BASE + 1 - wg,
-                                         number_of_threads=self.math_threads)
+                if wg == 0:
+                    cute.arch.barrier_arrive(barrier_id=PINGPONG_BARRIER_BASE + 1,
+                                             number_of_threads=self.math_threads)
+                else:
+                    cute.arch.barrier_arrive(barrier_id=PINGPONG_BARRIER_BASE,
+                                             number_of_threads=self.math_threads)
 
         def mma_qk(self, tiled_mma, acc_s, tSrQ, tSrK, stage, k_blocks):
             """S = Q K^T, one commit group. A fresh atom per call: its ACCUMULATE field changes
@@ -585,27 +608,35 @@ def _kernel_class():
                 cute.gemm(atom, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, stage)], acc_s)
             cute.nvgpu.warpgroup.commit_group()
 
-        def mma_pv(self, tiled_mma, acc_o, p, tOrV, stage, k_blocks):
-            """O += P V, one commit group (O starts each tile at zero)."""
+        def mma_pv(self, tiled_mma, acc_o, p, tOrV, stage, k_blocks, accumulate):
+            """O (+)= P V, one commit group; `accumulate` (run-time) is off for a tile's first."""
             cute.nvgpu.warpgroup.fence()
             atom = cute.make_mma_atom(tiled_mma.op)
-            atom.set(warpgroup.Field.ACCUMULATE, True)
+            atom.set(warpgroup.Field.ACCUMULATE, accumulate)
             for kb in range(k_blocks):
                 cute.gemm(atom, acc_o, p[(None, None, kb)], tOrV[(None, None, kb, stage)], acc_o)
+                atom.set(warpgroup.Field.ACCUMULATE, True)
             cute.nvgpu.warpgroup.commit_group()
 
         @cute.jit
-        def apply_mask(self, acc_s, tScS, m_block, n_block, seqlen):
-            """-inf where the key is past the sequence or (causal) after the query."""
-            col0 = n_block * self.tile_n
-            row0 = m_block * self.tile_m
+        def apply_mask(self, acc_s, thr_qk, m_block, n_block, seqlen):
+            """-inf where the key is past the sequence or (causal) after the query. Only the
+            coordinates of the thread's value 0 are computed; every other value sits at a
+            trace-time offset from it (checked by check_fragments), so the mask is one compare
+            against a per-row column limit per value and costs no registers per value."""
+            r0, c0 = thr_qk.partition_C(cute.make_identity_tensor((self.tile_m, self.tile_n)))[0]
+            # Columns of this block, relative to the thread's first column, that are kept: < limit.
+            first_col = n_block * self.tile_n + c0
+            lim0 = seqlen - first_col
+            lim1 = lim0
+            if cutlass.const_expr(self.causal):
+                diag = m_block * self.tile_m + r0 + 1 - first_col
+                lim0 = cutlass.min(lim0, diag)
+                lim1 = cutlass.min(lim1, diag + 8)
+            limit = (lim0, lim1)
             for i in cutlass.range_constexpr(cute.size(acc_s)):
-                r, c = tScS[i]
-                col = col0 + c
-                masked = col >= seqlen
-                if cutlass.const_expr(self.causal):
-                    masked = masked | (col > row0 + r)
-                acc_s[i] = cutlass.Float32(cutlass.select_(masked, -cutlass.Float32.inf, acc_s[i]))
+                keep = self.s_cols[i] < limit[self.s_half[i]]
+                acc_s[i] = cutlass.Float32(cutlass.select_(keep, acc_s[i], -cutlass.Float32.inf))
 
         @cute.jit
         def softmax(self, acc_s, row_max, row_sum, row_scale, scale_log2, first: cutlass.Constexpr):

@@ -69,9 +69,8 @@ def test_default_config(B, H, S, D, causal):
 
 
 @pytest.mark.parametrize("config", [NO_OVERLAP, NO_PINGPONG, PLAIN], ids=["no_overlap", "no_pingpong", "plain"])
-@pytest.mark.parametrize("B,H,S,D,causal", [(2, 4, 1111, 128, True), (4, 8, 1000, 128, False)])
-def test_config_flags(config, B, H, S, D, causal):
-    check(config, B, H, S, D, causal)
+def test_config_flags(config):
+    check(config, 4, 8, 1111, 128, True)        # 288 query tiles, odd length, causal
 
 
 def test_float16():
@@ -87,4 +86,37 @@ def test_three_stages_repeated_launches():
         launch()
     torch.cuda.synchronize()
     assert torch.equal(inputs["out"], first)
-    check(THREE_STAGES, 2, 8, 2048, 64, False, seed=1)
+    check(THREE_STAGES, 2, 8, 2048, 64, True, seed=1)
+
+
+_UNDER_NCU = """
+import os, sys, torch
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+from kernelscope.kernels import flash_attn as fa
+inputs = fa.make_inputs({"B": 4, "H": 8, "S": 1111, "D": 64, "causal": 1}, "bfloat16", seed=3)
+fa.bind_flash_attn(fa.FlashSM90(num_stages=3), inputs)()
+torch.cuda.synchronize()
+ref = fa.reference_fp32(inputs)
+err = (inputs["out"].float() - ref).abs().max().item()
+err_torch = (fa.torch_reference(inputs).float() - ref).abs().max().item()
+print("under ncu: max error", err, "torch", err_torch)
+sys.exit(0 if torch.isfinite(inputs["out"]).all() and err <= 2 * err_torch else 1)
+"""
+
+
+def test_three_stages_under_ncu():
+    """The same variant profiled by Nsight Compute (replayed once per pass, clocks left alone)
+    still computes the right answer."""
+    import shutil
+    import subprocess
+    import sys
+
+    ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu" if os.path.exists("/usr/local/cuda/bin/ncu") else None)
+    if ncu is None:
+        pytest.skip("ncu is not installed")
+    r = subprocess.run([ncu, "--clock-control", "none", "-k", "regex:FlashAttention", "--launch-count", "1",
+                        "--section", "SpeedOfLight", sys.executable, "-c", _UNDER_NCU],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "under ncu: max error" in r.stdout
+    assert "FlashAttention" in r.stdout, r.stdout[-3000:]

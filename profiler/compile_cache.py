@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-ENTRY_FORMAT = 1
+# 2: entries are stored only from a compile the DSL was seen to run (with its launch facts).
+ENTRY_FORMAT = 2
 # Source files larger than this are not kernel code; skipping them keeps hashing fast.
 _MAX_SOURCE_BYTES = 4 * 1024 * 1024
 

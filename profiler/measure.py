@@ -91,7 +91,9 @@ class RunResult:
 # --- peaks -----------------------------------------------------------------------------------
 
 def _cache_path() -> str:
-    root = os.environ.get("KERNELSCOPE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kernelscope")
+    from kernelscope.profiler.compile_cache import cache_root
+
+    root = str(cache_root())
     return os.path.join(root, "peaks.json")
 
 

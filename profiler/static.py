@@ -75,6 +75,9 @@ class StaticArtifacts:
     ptx: str | None = None
     launches: list[LaunchRequest] = field(default_factory=list)
     kernel_names: list[str] = field(default_factory=list)
+    # False when the kernel returned a compile it had memoised in this process: the DSL did
+    # not run, so the launch facts (grid, cluster, dynamic shared memory) were not seen.
+    observed_compile: bool = True
 
 
 @dataclass
@@ -489,7 +492,8 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
     if isinstance(ptx, bytes):
         ptx = ptx.decode(errors="replace")
     return StaticArtifacts(cubin=cubin, ptx=ptx, launches=launches,
-                           kernel_names=list(getattr(compiled, "kernel_names", []) or []))
+                           kernel_names=list(getattr(compiled, "kernel_names", []) or []),
+                           observed_compile=bool(jit_functions))
 
 
 # ----------------------------------------------------------------------------- profiles
@@ -737,7 +741,9 @@ def inspect_target(target: str, *, config: Mapping[str, Any] | None = None,
         }
         # Round-trip through JSON now, so a fresh result and a cached one look the same.
         meta = json.loads(json.dumps(meta, default=repr))
-        if use_cache and source_hash not in ("unknown", "unlocatable"):
+        # A compile the kernel memoised in this process carries no launch facts: inspecting
+        # it is fine, storing it would hand the gap on to every later inspect.
+        if use_cache and source_hash not in ("unknown", "unlocatable") and artifacts.observed_compile:
             cache.store(key, cubin, meta)
 
     launches = [LaunchRequest.from_dict(l) for l in meta["artifacts"]["launches"]]

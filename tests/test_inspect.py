@@ -213,3 +213,36 @@ def test_cached_result_reads_like_a_fresh_one(first_and_cached):
     first, second, *_ = first_and_cached
     assert second["source"] == first["source"]
     assert list(second["inspect"]["config"]) == list(first["inspect"]["config"])
+
+
+def test_a_compile_memoised_in_process_is_inspected_but_not_cached(tmp_path, monkeypatch):
+    """A kernel that hands back a compile it made earlier in this process gives no launch
+    facts (the DSL did not run); such a result must not be stored for later inspects."""
+    import importlib.util
+    import functools
+
+    from kernelscope.profiler import static
+
+    monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    module_spec = importlib.util.spec_from_file_location("smem_reverse_memo", EXAMPLE_SOURCE)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    memo = functools.lru_cache(maxsize=None)(
+        lambda threads, scratch, n, dtype, arch: module._compile({"threads": threads, "scratch": scratch}, {"N": n}, dtype, arch))
+    kernel = module.SPEC
+    kernel.compile = lambda config, shape, dtype, arch: memo(config["threads"], config["scratch"], shape["N"], dtype, arch)
+
+    first = static.compile_artifacts(kernel, {"threads": 128, "scratch": 0}, {"N": 8192}, "float32", "sm_90a")
+    again = static.compile_artifacts(kernel, {"threads": 128, "scratch": 0}, {"N": 8192}, "float32", "sm_90a")
+    assert first.observed_compile and first.launches
+    assert not again.observed_compile and not again.launches and again.cubin == first.cubin
+
+    # Through inspect_target: the unobserved compile is inspected, and nothing reaches the cache.
+    monkeypatch.setattr(static, "compile_artifacts", lambda *a, **k: again)
+    inspection = static.inspect_target(str(EXAMPLE_SOURCE) + ":SPEC")
+    assert inspection.profiles and not inspection.from_cache
+    assert not any((tmp_path / "cache").rglob("entry.json"))
+    # A compile the DSL was seen to run is stored as usual.
+    monkeypatch.setattr(static, "compile_artifacts", lambda *a, **k: first)
+    static.inspect_target(str(EXAMPLE_SOURCE) + ":SPEC")
+    assert len(list((tmp_path / "cache").rglob("entry.json"))) == 1

@@ -32,7 +32,17 @@ def _parse_args(argv):
     p.add_argument("--shapes", help="subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
     p.add_argument("--config", help="JSON config (default: FlashSM90())")
     p.add_argument("--refs", default=",".join(REFERENCES), help="references to time")
+    p.add_argument("--also", help="JSON list of further configs, timed on the causal shapes "
+                                  "(all shapes with --also-all)")
+    p.add_argument("--also-all", action="store_true", help="time the --also configs on every shape")
     p.add_argument("--rep-ms", type=float, default=60.0, help="timed budget per measurement")
+    p.add_argument("--run-tests", metavar="PATH",
+                   help="run these pytest files in this process first (they compile the same variants, "
+                        "which the benchmark then reuses); the outcome goes into the JSON")
+    p.add_argument("--tests-junit", help="junit XML of --run-tests")
+    p.add_argument("--deadline", type=float,
+                   help="seconds after which the process dumps its stacks and exits (a hung launch "
+                        "then still leaves the results written so far)")
     p.add_argument("--check-heads", type=int, default=4,
                    help="(batch, head) pairs checked against the fp32 reference per shape")
     return p.parse_args(argv)
@@ -64,6 +74,19 @@ def main(argv=None):
         print("bench_flash_attn: no CUDA GPU available", file=sys.stderr)
         return 2
     dev = torch.cuda.get_device_properties(0)
+    if args.deadline:
+        import faulthandler
+        faulthandler.dump_traceback_later(args.deadline, exit=True)
+    tests = None
+    if args.run_tests:
+        import pytest
+        t0 = time.time()
+        extra = ["--junitxml", args.tests_junit] if args.tests_junit else []
+        code = pytest.main(["-v", "-s", "-p", "no:cacheprovider", *args.run_tests.split(","), *extra])
+        tests = {"files": args.run_tests, "exit_code": int(code), "seconds": time.time() - t0}
+        print(f"tests: exit code {int(code)} in {tests['seconds']:.0f} s", flush=True)
+        if args.out:
+            _write(args, argv, dev, torch, [], final=False, tests=tests)
     cfg = fa.FlashSM90.from_mapping(json.loads(args.config) if args.config else {})
     refs = [r for r in args.refs.split(",") if r]
     rows = []
@@ -92,6 +115,21 @@ def main(argv=None):
                              "ours_speedup": rt.median_ms / t.median_ms}
             except (UserError, RuntimeError, ImportError, TypeError, ValueError) as e:
                 row[name] = {"ms": "n/a", "why": str(e).splitlines()[0][:200]}
+        for extra in [fa.FlashSM90.from_mapping(c) for c in json.loads(args.also or "[]")]:
+            if not (shape["causal"] or args.also_all):
+                continue
+            inputs["out"].fill_(float("nan"))
+            alt = fa.bind_flash_attn(extra, inputs)
+            alt()
+            torch.cuda.synchronize()
+            acc = _accuracy(fa, torch, inputs, args.check_heads)
+            at = time_callable(alt, rep_ms=args.rep_ms, flush_l2=True)
+            row.setdefault("also", []).append({
+                "config": extra.to_dict(), "ms": at.median_ms, "iqr_ms": at.iqr_ms,
+                "tflops": tflops(flops, at.median_ms), "all_written": bool(inputs["out"].isfinite().all().item()),
+                **acc})
+            print(f"    also {extra.to_dict()}: {at.median_ms:.3f} ms {tflops(flops, at.median_ms):.0f} TF/s "
+                  f"err {acc['max_abs_error']:.2e}", flush=True)
         rows.append(row)
         tag = f"{shape['B']}x{shape['H']}x{shape['S']}x{shape['D']}{'c' if shape['causal'] else ''}"
         parts = [f"{tag:>18} ours {t.median_ms:.3f} ms {row['flash_attn']['tflops']:.0f} TF/s"]
@@ -104,9 +142,9 @@ def main(argv=None):
         del inputs
         torch.cuda.empty_cache()
         if args.out:
-            _write(args, argv, dev, torch, rows, final=False)
+            _write(args, argv, dev, torch, rows, final=False, tests=tests)
     if args.out:
-        _write(args, argv, dev, torch, rows, final=True)
+        _write(args, argv, dev, torch, rows, final=True, tests=tests)
     return 0
 
 
@@ -127,7 +165,7 @@ def _accuracy(fa, torch, inputs, pairs):
             "checked_batch_head": sorted(chosen), "error_within_2x_torch": err <= 2 * err_torch}
 
 
-def _write(args, argv, dev, torch, rows, final):
+def _write(args, argv, dev, torch, rows, final, tests=None):
     ratios = {}
     for name in args.refs.split(","):
         got = [r[name]["ours_speedup"] for r in rows if isinstance(r.get(name, {}).get("ms"), float)]
@@ -139,7 +177,7 @@ def _write(args, argv, dev, torch, rows, final):
               "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
                         "before each launch, warm-up, median",
               "flops": "4 B H S^2 D, halved when causal",
-              "summary": ratios, "results": rows,
+              "summary": ratios, "tests": tests, "results": rows,
               "command": command_line("benchmarks/bench_flash_attn.py", argv)}
     write_json(args.out, result)
 

@@ -196,6 +196,22 @@ def check_fragments(tv_s, tv_o, tv_p, threads: int, tile_m: int, s_values: int, 
 # The kernel (imports cutlass lazily: the module stays importable where the DSL is missing).
 # ---------------------------------------------------------------------------------------------
 
+def check_compact(*fragments) -> None:
+    """Register i of each fragment holds value i (in the order of the fragment's shape)."""
+    for frag in fragments:
+        size = 1
+        for extent in _flatten(frag.shape):
+            size *= extent
+        if any(frag.layout(i) != i for i in range(size)):
+            raise AssertionError(f"register fragment {frag.layout} is not compact in value order")
+
+
+def _flatten(shape):
+    if isinstance(shape, int):
+        return [shape]
+    return [x for part in shape for x in _flatten(part)]
+
+
 def _tree_reduce(values: list, op, chains: int = 4):
     """Reduction in `chains` interleaved chains, then pairwise (plain Python, unrolled while
     tracing): short dependency chains, and only `chains` temporaries live at once (a full tree
@@ -461,6 +477,9 @@ def _kernel_class():
             # Flat views: check_fragments proved P's registers hold S's values in S's order.
             s_flat = cute.make_tensor(acc_s.iterator, cute.make_layout(n_s))
             p_flat = cute.make_tensor(p.iterator, cute.make_layout(n_s))
+            # The flat views above (and the row maps) take register i to be value i in the order
+            # of the fragments' shapes: true of compact fragments, checked here.
+            check_compact(p, acc_s, acc_o)
 
             thr_qk = tiled_mma_qk.get_slice(ctidx)
 

@@ -23,6 +23,7 @@ _HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
 # Each knob takes each of its values at least once, with both head dims, causal or not, both dtypes.
 VARIANTS = [
     ({}, 128, 0, "bfloat16"),
+    ({}, 128, 1, "bfloat16"),                     # the serialized one (SERIALIZED below)
     ({"num_stages": 3, "pingpong": False}, 64, 1, "float16"),
     ({"intra_wg_overlap": False}, 128, 1, "bfloat16"),
     ({"intra_wg_overlap": False, "pingpong": False, "num_stages": 3}, 64, 0, "bfloat16"),
@@ -49,9 +50,10 @@ def wgmma_serialized(sass: str) -> bool:
     return sass.count("WARPGROUP.DEPBAR") >= sass.count("HGMMA")
 
 
-# Variants whose WGMMAs ptxas serializes (C7512), as measured: causal at head dim 128 with the
-# intra-warpgroup overlap is over the 240-register budget (see kernels/flash_attn_NOTES.md).
-SERIALIZED = {(True, 128, 1)}
+# Variants whose WGMMAs ptxas serializes (C7512), as measured: bf16, causal, head dim 128 with
+# the intra-warpgroup overlap is over the 240-register budget; the same in fp16 is not (see
+# kernels/flash_attn_NOTES.md).
+SERIALIZED = {(True, 128, 1, "bfloat16")}
 
 
 def _check_variant(config, D, causal, dtype):
@@ -70,7 +72,7 @@ def _check_variant(config, D, causal, dtype):
     assert any(not a.startswith("R") for a in a_operands), "no HGMMA with A in shared memory (Q K^T)"
     assert_no_stack_or_local_memory(ck.cubin)
     overlap = fa.FlashSM90.from_mapping(config).intra_wg_overlap
-    assert wgmma_serialized(ck.sass) == ((overlap, D, causal) in SERIALIZED)
+    assert wgmma_serialized(ck.sass) == ((overlap, D, causal, dtype) in SERIALIZED)
 
 
 @pytest.mark.parametrize("config,D,causal,dtype", VARIANTS)

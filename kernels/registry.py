@@ -21,6 +21,7 @@ REGISTERED: dict[str, str] = {
     "gemm": "kernelscope.kernels.gemm:GEMM_SPEC",
     "gemm_mma": "kernelscope.kernels.gemm_mma:GEMM_MMA_SPEC",
     "gemm_rmsnorm": "kernelscope.kernels.gemm_rmsnorm:GEMM_RMSNORM_SPEC",
+    "flash_attn": "kernelscope.kernels.flash_attn:FLASH_ATTN_SPEC",
 }
 
 

@@ -40,6 +40,7 @@ def _parse_args(argv):
                    help="run these pytest files in this process first (they compile the same variants, "
                         "which the benchmark then reuses); the outcome goes into the JSON")
     p.add_argument("--tests-junit", help="junit XML of --run-tests")
+    p.add_argument("--tests-k", help="pytest -k expression selecting among --run-tests")
     p.add_argument("--deadline", type=float,
                    help="seconds after which the process dumps its stacks and exits (a hung launch "
                         "then still leaves the results written so far)")
@@ -82,6 +83,7 @@ def main(argv=None):
         import pytest
         t0 = time.time()
         extra = ["--junitxml", args.tests_junit] if args.tests_junit else []
+        extra += ["-k", args.tests_k] if args.tests_k else []
         code = pytest.main(["-v", "-s", "-p", "no:cacheprovider", *args.run_tests.split(","), *extra])
         tests = {"files": args.run_tests, "exit_code": int(code), "seconds": time.time() - t0}
         print(f"tests: exit code {int(code)} in {tests['seconds']:.0f} s", flush=True)

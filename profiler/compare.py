@@ -87,13 +87,6 @@ class Comparison:
     view_titles: dict[str, str]
     opcodes: list[OpcodeDelta] = field(default_factory=list)
 
-    def delta(self, metric_id: str) -> MetricDelta:
-        for deltas in self.views.values():
-            for d in deltas:
-                if d.definition.id == metric_id:
-                    return d
-        raise KeyError(metric_id)
-
 
 def readings(profile: KernelProfile, catalog: Catalog, views: list[str] | None = None) -> dict[str, list[MetricReading]]:
     """The catalog views of one profile."""

@@ -65,10 +65,6 @@ class KernelProfile:
     stalls: dict[str, float] = field(default_factory=dict)
     launches: int = 1               # >1 when an NVTX range groups several launches
 
-    @property
-    def label(self) -> str:
-        return f"{self.name} [{self.index}]"
-
     def value(self, metric: str) -> float | int | str | None:
         m = self.metrics.get(metric)
         return None if m is None else m.value

@@ -429,10 +429,7 @@ def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
     A metric missing from any member is left out (not collected), never partially summed.
     """
     if len(members) == 1:
-        only = members[0]
-        merged = KernelProfile(**{**vars(only), "name": name, "kind": "nvtx-range"})
-        merged.demangled_name = only.demangled_name
-        return merged
+        return KernelProfile(**{**vars(members[0]), "name": name, "kind": "nvtx-range"})
     first = members[0]
     durations = [m.value("gpu__time_duration.sum") for m in members]
     weights = [float(d) if isinstance(d, (int, float)) else 1.0 for d in durations]

@@ -12,7 +12,6 @@ from rich.text import Text
 from kernelscope.profiler.compare import Comparison, MetricReading
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.reports.formatting import (
-    NOT_COLLECTED,
     format_change,
     format_relative,
     format_share,
@@ -206,5 +205,3 @@ def comparability_warnings(a: KernelProfile, b: KernelProfile) -> list[str]:
         notes.append(f"measured SM clocks differ: {ca / 1e9:.2f} vs {cb / 1e9:.2f} GHz (compare cycles, not time)")
     return notes
 
-
-__all__ = ["make_console", "print_show", "print_comparison", "NOT_COLLECTED"]

@@ -29,6 +29,13 @@ with the `gemm` kernel):
 - Epilogue: rsqrt(sum / K + eps) in fp32 scales the accumulators of each row (the accumulator
   layout puts a thread's values in the same two rows as its A fragment; checked at trace time),
   then the shared TMA-store epilogue writes the tile.
+- pingpong=True (not the default until measured): each consumer warpgroup owns whole output
+  tiles of 64 x tile_n (the CTA's tiles alternate between the two), so one warpgroup's epilogue
+  (rsqrt scaling, stores) runs while the other issues its WGMMAs. Two named barriers hand the
+  turn to issue the main loop back and forth; the producer fills the one ring in tile order and
+  each warpgroup skips the other's k-tiles in it. Each warpgroup has its own epilogue buffers
+  and barrier, so the epilogues need no ordering. The row ownership inside a warpgroup is the
+  same as above (64 rows, two per thread, quads), checked on the one-warpgroup MMA.
 """
 
 # No `from __future__ import annotations`: the DSL evaluates kernel annotations at compile time.
@@ -49,8 +56,14 @@ SMEM_RESERVED = 1024        # barrier words and alignment slack beside the rings
 DTYPES = ("bfloat16", "float16")
 W_MAJORS = ("n", "k")       # W as K x N row-major ("n") or as an N x K weight ("k")
 TILE_M = 128                # two consumer warpgroups of 64 rows
+PINGPONG_TILE_M = 64        # pingpong: one warpgroup's own tile
 TILE_K = 64                 # one 128-byte swizzle row of 16-bit data
 DEFAULT_EPS = 1e-6
+# Named barriers of the pingpong schedule (0 is __syncthreads, 1 the cooperative epilogue's):
+# the turn to issue WGMMAs (one id per warpgroup, waited by it, arrived at by the other) and
+# each warpgroup's own epilogue barrier.
+MMA_TURN_BARRIERS = (2, 3)
+PINGPONG_EPILOGUE_BARRIERS = (4, 5)
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,7 @@ class FusedConfig:
     epi_n: int = 32                     # epilogue subtile width
     epi_stages: int = 4
     a_buffers: int = 2                  # register buffers for the A operand (1: no overlap)
+    pingpong: bool = False              # each consumer warpgroup its own 64-row tiles, taking turns
 
     @classmethod
     def from_mapping(cls, cfg) -> "FusedConfig":
@@ -78,6 +92,11 @@ class FusedConfig:
         return d
 
 
+def tile_m_of(cfg: FusedConfig) -> int:
+    """Rows of one output tile: the CTA's 128 (two warpgroups) or, with pingpong, one warpgroup's 64."""
+    return PINGPONG_TILE_M if cfg.pingpong else TILE_M
+
+
 def ring_stages(cfg: FusedConfig) -> int:
     """Depth of the X/W' ring; raises ConfigRejected when the config cannot work."""
     from kernelscope.kernels.tile_scheduler import SchedulePolicy
@@ -91,16 +110,20 @@ def ring_stages(cfg: FusedConfig) -> int:
                              f"{cfg.tile_n // cfg.epi_n} epilogue subtiles of a tile")
     if cfg.a_buffers not in (1, 2):
         raise ConfigRejected(f"a_buffers must be 1 or 2, got {cfg.a_buffers}")
+    if not isinstance(cfg.pingpong, bool):
+        raise ConfigRejected(f"pingpong must be true or false, got {cfg.pingpong!r}")
     why = SchedulePolicy(tuple(cfg.cluster), cfg.raster, cfg.swizzle).validate()
     if why:
         raise ConfigRejected(why)
-    stage_bytes = (TILE_M + cfg.tile_n) * TILE_K * 2
-    epi_bytes = TILE_M * cfg.epi_n * 2 * cfg.epi_stages
+    tile_m = tile_m_of(cfg)
+    stage_bytes = (tile_m + cfg.tile_n) * TILE_K * 2
+    # pingpong: one set of epilogue buffers per warpgroup.
+    epi_bytes = tile_m * cfg.epi_n * 2 * cfg.epi_stages * (2 if cfg.pingpong else 1)
     fit = (SMEM_CAPACITY - SMEM_RESERVED - epi_bytes) // stage_bytes
     stages = cfg.stages if cfg.stages is not None else min(fit, 8)
     if stages < 2 or stages > fit:
         raise ConfigRejected(
-            f"{stages} stages of {TILE_M}x{cfg.tile_n}x{TILE_K} with a {epi_bytes}-byte epilogue "
+            f"{stages} stages of {tile_m}x{cfg.tile_n}x{TILE_K} with a {epi_bytes}-byte epilogue "
             f"buffer do not fit {SMEM_CAPACITY} bytes of shared memory (2 to {fit} stages fit)")
     return stages
 
@@ -146,14 +169,31 @@ def row_halves(tv_layout, threads: int, values: int, tile_m: int):
     return tuple(half)
 
 
+def check_rows_owned_by_quads(tv_layout, threads: int, values: int, tile_m: int):
+    """Every row of the `tile_m`-row tile is held by exactly the four lanes of one quad: then the
+    quad's shuffle sums see all of the row's columns and no other quad holds part of it."""
+    owners: dict[int, set[int]] = {}
+    for t in range(threads):
+        for v in range(values):
+            owners.setdefault(tv_layout((t, v)) % tile_m, set()).add(t)
+    if sorted(owners) != list(range(tile_m)):
+        raise AssertionError(f"the fragment covers {len(owners)} of the tile's {tile_m} rows")
+    for row, held_by in owners.items():
+        quad = min(held_by) & ~3
+        if held_by != set(range(quad, quad + 4)):
+            raise AssertionError(f"row {row} is held by threads {sorted(held_by)}, not by one quad")
+
+
 def row_maps(tiled_mma, threads: int, tile_m: int):
     """(A half map, accumulator half map) of a register-A tiled MMA, after checking that every
-    thread's A values and accumulators lie in the same two rows (plain Python: the layouts are
-    static, so this runs at trace time and a violation stops the compile)."""
+    thread's A values and accumulators lie in the same two rows and that each row belongs to one
+    quad (plain Python: the layouts are static, so this runs at trace time and a violation stops
+    the compile)."""
     import cutlass.cute as cute
 
     tv_a, tv_c = tiled_mma.tv_layout_A_tiled, tiled_mma.tv_layout_C_tiled
     a_values, c_values = cute.size(tv_a, mode=[1]), cute.size(tv_c, mode=[1])
+    check_rows_owned_by_quads(tv_a, threads, a_values, tile_m)
     a_half = row_halves(tv_a, threads, a_values, tile_m)
     c_half = row_halves(tv_c, threads, c_values, tile_m)
     for t in range(threads):
@@ -177,6 +217,17 @@ def _kernel_class():
     from kernelscope.kernels.sm90_pipeline import TmaRing, make_tma_load, produce_ab_tiles, publish_ring_init
     from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
 
+    class WarpgroupEpilogue(TmaStoreEpilogue):
+        """The TMA-store epilogue of one pingpong warpgroup: its 128 threads meet at a barrier
+        id of their own, so the two warpgroups' epilogues never share a barrier."""
+
+        def __init__(self, *args, barrier_id: int, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.barrier_id = barrier_id
+
+        def _sync(self):
+            cute.arch.barrier(barrier_id=self.barrier_id, number_of_threads=self.consumer_threads)
+
     class FusedRmsNormGemm:
         PRODUCER_REGS = 40
         CONSUMER_REGS = 232
@@ -186,36 +237,48 @@ def _kernel_class():
             self.cfg = cfg
             self.stages = ring_stages(cfg)
             self.dtype = cutlass_dtype(dtype)
-            self.tile_mnk = (TILE_M, cfg.tile_n, TILE_K)
+            self.tile_mnk = (tile_m_of(cfg), cfg.tile_n, TILE_K)
             self.cluster_mn = tuple(cfg.cluster)
             self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
             self.threads = 128 * (1 + self.CONSUMER_WGS)
             self.consumer_threads = 128 * self.CONSUMER_WGS
-            self.epilogue = TmaStoreEpilogue(self.dtype, (TILE_M, cfg.tile_n), cfg.epi_n, cfg.epi_stages,
-                                             consumer_threads=self.consumer_threads, store_warp=4)
+            if cfg.pingpong:
+                # Warpgroup w (warps 4 + 4w .. 7 + 4w) stores through its own buffers and barrier.
+                self.wg_epilogues = [
+                    WarpgroupEpilogue(self.dtype, (PINGPONG_TILE_M, cfg.tile_n), cfg.epi_n, cfg.epi_stages,
+                                      consumer_threads=128, store_warp=4 + 4 * wg,
+                                      barrier_id=PINGPONG_EPILOGUE_BARRIERS[wg])
+                    for wg in range(self.CONSUMER_WGS)]
+                self.epilogue = self.wg_epilogues[0]         # layouts and atoms (the same for both)
+            else:
+                self.epilogue = TmaStoreEpilogue(self.dtype, (TILE_M, cfg.tile_n), cfg.epi_n, cfg.epi_stages,
+                                                 consumer_threads=self.consumer_threads, store_warp=4)
 
         @cute.jit
         def __call__(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Float32,
                      max_clusters: cutlass.Int32, stream):
             w_layout = LayoutEnum.from_tensor(mW)
             x_layout = LayoutEnum.from_tensor(mX)
+            # Cooperative: the two warpgroups split the 128-row tile; pingpong: one warpgroup
+            # computes a whole 64-row tile.
+            mma_wgs = 1 if self.cfg.pingpong else self.CONSUMER_WGS
             tiled_mma = sm90_utils.make_trivial_tiled_mma(
                 self.dtype, self.dtype, x_layout.sm90_mma_major_mode(), w_layout.sm90_mma_major_mode(),
-                cutlass.Float32, (self.CONSUMER_WGS, 1, 1), tiler_mn=(64, self.tile_mnk[1]),
+                cutlass.Float32, (mma_wgs, 1, 1), tiler_mn=(64, self.tile_mnk[1]),
                 a_source=warpgroup.OperandSource.RMEM)
             # Which of its two rows each register holds, for the A operand and the accumulators;
             # the row scaling in the epilogue relies on both maps (checked here, at trace time).
-            self.a_half, self.c_half = row_maps(tiled_mma, self.consumer_threads, TILE_M)
+            self.a_half, self.c_half = row_maps(tiled_mma, 128 * mma_wgs, self.tile_mnk[0])
 
             sX_layout = sm90_utils.make_smem_layout_a(x_layout, self.tile_mnk, self.dtype, self.stages)
             sW_layout = sm90_utils.make_smem_layout_b(w_layout, self.tile_mnk, self.dtype, self.stages)
             sY_layout = self.epilogue.make_smem_layout()
             cm, cn = self.cluster_mn
-            tma_x, tX = make_tma_load(mX, sX_layout, (TILE_M, TILE_K), cn)
+            tma_x, tX = make_tma_load(mX, sX_layout, (self.tile_mnk[0], TILE_K), cn)
             tma_w, tW = make_tma_load(mW, sW_layout, (self.tile_mnk[1], TILE_K), cm)
             tma_y, tY = self.epilogue.make_tma_store(mY, sY_layout)
 
-            tiles_m = (mY.shape[0] + TILE_M - 1) // TILE_M
+            tiles_m = (mY.shape[0] + self.tile_mnk[0] - 1) // self.tile_mnk[0]
             tiles_n = (mY.shape[1] + self.tile_mnk[1] - 1) // self.tile_mnk[1]
             sched = TileScheduler(self.policy, tiles_m, tiles_n)
             clusters = cutlass.max(cutlass.min(sched.num_work, max_clusters), 1)
@@ -227,7 +290,15 @@ def _kernel_class():
                 sW: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sW_layout)], 1024]
                 sY: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sY_layout)], 1024]
 
-            self.shared_storage = SharedStorage
+            @cute.struct
+            class PingpongSharedStorage:
+                barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+                sX: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sX_layout)], 1024]
+                sW: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sW_layout)], 1024]
+                sY0: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sY_layout)], 1024]
+                sY1: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sY_layout)], 1024]
+
+            self.shared_storage = PingpongSharedStorage if self.cfg.pingpong else SharedStorage
             inv_k = cutlass.Float32(1.0) / cutlass.Float32(mX.shape[1])
             self.kernel(tma_x, tX, tma_w, tW, tma_y, tY, tiled_mma, sX_layout, sW_layout, sY_layout,
                         tiles_m, tiles_n, inv_k, eps).launch(
@@ -256,13 +327,19 @@ def _kernel_class():
             w_stage = cute.slice_(sW_layout, (None, None, 0))
             ring = TmaRing(storage.barriers.data_ptr(), self.stages,
                            cute.size_in_bytes(self.dtype, x_stage) + cute.size_in_bytes(self.dtype, w_stage),
-                           consumer_warps=4 * self.CONSUMER_WGS, cluster_mn=self.cluster_mn)
+                           # pingpong: a stage holds one warpgroup's k-tile, released by its 4 warps
+                           consumer_warps=4 if self.cfg.pingpong else 4 * self.CONSUMER_WGS,
+                           cluster_mn=self.cluster_mn)
             ring.init(warp_idx)
             publish_ring_init(ring)
 
             sX = storage.sX.get_tensor(sX_layout.outer, swizzle=sX_layout.inner)
             sW = storage.sW.get_tensor(sW_layout.outer, swizzle=sW_layout.inner)
-            sY = storage.sY.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)
+            if cutlass.const_expr(self.cfg.pingpong):
+                sY_of_wg = [storage.sY0.get_tensor(sY_layout.outer, swizzle=sY_layout.inner),
+                            storage.sY1.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)]
+            else:
+                sY = storage.sY.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)
             bm, bn, bk = self.tile_mnk
             gX = cute.local_tile(mX, (bm, bk), (None, None))     # (bm, bk, tiles_m, k_tiles)
             gW = cute.local_tile(mW, (bn, bk), (None, None))     # (bn, bk, tiles_n, k_tiles)
@@ -277,8 +354,22 @@ def _kernel_class():
                                      cta_m, cta_n, first_work, work_stride)
             else:
                 cute.arch.setmaxregister_increase(self.CONSUMER_REGS)
-                self.consume(tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
-                             tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride)
+                if cutlass.const_expr(self.cfg.pingpong):
+                    # One copy of the consumer per warpgroup, so that its barrier ids, store warp
+                    # and epilogue buffers are constants (at any moment one warpgroup runs the
+                    # main loop and the other the epilogue, so the two copies cost no more
+                    # instruction cache than one).
+                    if warp_idx < 8:
+                        self.consume_pingpong(0, tiled_mma, tma_y, sX, sW, sY_of_wg[0], gY, ring, sched,
+                                              k_tiles, inv_k, eps, tidx - 128, warp_idx, lane, cta_rank,
+                                              cta_m, cta_n, first_work, work_stride)
+                    else:
+                        self.consume_pingpong(1, tiled_mma, tma_y, sX, sW, sY_of_wg[1], gY, ring, sched,
+                                              k_tiles, inv_k, eps, tidx - 256, warp_idx, lane, cta_rank,
+                                              cta_m, cta_n, first_work, work_stride)
+                else:
+                    self.consume(tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
+                                 tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride)
 
         @cute.jit
         def consume(self, tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
@@ -355,6 +446,109 @@ def _kernel_class():
                                          gY[(None, None, tm, tn)], warp_idx)
                 work += work_stride
             self.epilogue.drain(warp_idx)
+
+        @cute.jit
+        def consume_pingpong(self, wg: cutlass.Constexpr, tiled_mma, tma_y, sX, sW, sY, gY, ring, sched,
+                             k_tiles, inv_k, eps, wtidx, warp_idx, lane, cta_rank, cta_m, cta_n,
+                             first_work, work_stride):
+            """Consumer warpgroup `wg` of the pingpong schedule: the CTA's tiles alternate between
+            the two warpgroups (wg 0 takes the 1st, 3rd, ...); each tile's main loop starts when
+            the other warpgroup has issued all WGMMAs of its own, and its epilogue then runs
+            under the other's main loop. `wtidx` is the thread's index in its warpgroup."""
+            bm, bn, bk = self.tile_mnk
+            thr_mma = tiled_mma.get_slice(wtidx)
+            tCsW = thr_mma.partition_B(sW)
+            tCrW = tiled_mma.make_fragment_B(tCsW)
+            a_shape = thr_mma.partition_shape_A((bm, bk))
+            bufs = [tiled_mma.make_fragment_A(a_shape) for _ in range(self.cfg.a_buffers)]
+            s2r = cute.make_tiled_copy_A(
+                cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4), self.dtype), tiled_mma)
+            thr_s2r = s2r.get_slice(wtidx)
+            tXsX = thr_s2r.partition_S(sX)                        # (CPY, CPY_M, CPY_K, stage)
+            views = [thr_s2r.retile(b) for b in bufs]
+            acc = cute.make_rmem_tensor(thr_mma.partition_shape_C((bm, bn)), cutlass.Float32)
+            k_blocks = cute.size(bufs[0], mode=[2])
+            values_per_block = cute.size(bufs[0], mode=[0])
+            rows_per_thread = cute.size(bufs[0], mode=[1])
+
+            signals, dst = ring.release_signal(cta_rank, lane)
+            tiled_r2s, thr_r2s = self.wg_epilogues[wg].make_r2s(tiled_mma, wtidx)
+            sumsq = cute.make_rmem_tensor((2 * rows_per_thread,), cutlass.Float32)
+
+            stage = cutlass.Int32(0)
+            phase = cutlass.Int32(0)
+            if cutlass.const_expr(wg == 1):
+                # The CTA's first tile is warpgroup 0's: skip its k-tiles in the ring and give
+                # warpgroup 0 the first turn.
+                stage, phase = self.ring_advance(stage, phase, k_tiles)
+                self.pass_turn(wg)
+            work = first_work + wg * work_stride
+            while work < sched.num_work:
+                tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
+                acc.fill(0.0)
+                sumsq.fill(0.0)
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+                self.wait_turn(wg)
+                prev_stage = stage
+                if cutlass.const_expr(self.cfg.a_buffers == 2):
+                    k = cutlass.Int32(0)
+                    while k < k_tiles:
+                        stage, phase, prev_stage = self.k_tile(
+                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                            rows_per_thread)
+                        if k + 1 < k_tiles:
+                            stage, phase, prev_stage = self.k_tile(
+                                tiled_mma, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
+                                stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                                rows_per_thread)
+                        k += 2
+                else:
+                    for k in range(k_tiles):
+                        cute.nvgpu.warpgroup.wait_group(0)
+                        stage, phase, prev_stage = self.k_tile(
+                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                            rows_per_thread)
+                # Every WGMMA of this tile is issued: the other warpgroup may issue its own,
+                # which queue behind these in the tensor pipe.
+                self.pass_turn(wg)
+                cute.nvgpu.warpgroup.wait_group(0)
+                if k_tiles > 0:
+                    ring.consumer_release(prev_stage, signals, dst)
+                # The next k-tiles in the ring are the other warpgroup's tile.
+                stage, phase = self.ring_advance(stage, phase, k_tiles)
+
+                for i in cutlass.range_constexpr(2 * rows_per_thread):
+                    s = sumsq[i]
+                    s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
+                    s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
+                    sumsq[i] = cute.math.rsqrt(s * inv_k + eps, fastmath=False)
+                acc_values = cute.size(acc, mode=[0])
+                for m in cutlass.range_constexpr(rows_per_thread):
+                    for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                        for v in cutlass.range_constexpr(acc_values):
+                            acc[v, m, n] = acc[v, m, n] * sumsq[2 * m + self.c_half[v]]
+
+                self.wg_epilogues[wg].store_tile(tma_y, tiled_r2s, thr_r2s, acc, sY, gY[(None, None, tm, tn)],
+                                                 warp_idx)
+                work += 2 * work_stride
+            self.wg_epilogues[wg].drain(warp_idx)
+
+        def ring_advance(self, stage, phase, steps):
+            """The ring position `steps` slots after (stage, phase)."""
+            total = stage + steps
+            wraps = total // self.stages
+            return total - wraps * self.stages, phase ^ (wraps & 1)
+
+        def wait_turn(self, wg: int):
+            """Block until the other warpgroup hands over the turn to issue WGMMAs."""
+            cute.arch.barrier(barrier_id=MMA_TURN_BARRIERS[wg], number_of_threads=self.consumer_threads)
+
+        def pass_turn(self, wg: int):
+            """Hand the turn to the other warpgroup (arrive without waiting)."""
+            cute.arch.barrier_arrive(barrier_id=MMA_TURN_BARRIERS[1 - wg],
+                                     number_of_threads=self.consumer_threads)
 
         @cute.jit
         def k_tile(self, tiled_mma, s2r, tXsX, view, buf, tCrW, acc, sumsq, ring, k,

@@ -153,7 +153,27 @@ def _summary(rows, base_cfg):
             "geomean_paired_unfused_over_fused": geo("paired_unfused_over_fused"),
             "shapes": len(base_rows),
             "max_rel_norm_error": max(r["fused_accuracy"]["rel_norm_error"] for r in rows),
-            "max_worst_row_rel_error": max(r["fused_accuracy"]["worst_row_rel_error"] for r in rows)}
+            "max_worst_row_rel_error": max(r["fused_accuracy"]["worst_row_rel_error"] for r in rows),
+            "by_config": _by_config(rows)}
+
+
+def _by_config(rows):
+    """Geomeans of every config over the shapes it ran (each ratio taken against the cuBLAS and
+    unfused times of its own passes), so an --also config can be compared with the base."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(json.dumps(r["config"], sort_keys=True), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        geo = lambda k: math.exp(sum(math.log(r[k]) for r in rs) / len(rs))  # noqa: E731
+        out.append({"config": json.loads(key), "shapes": len(rs),
+                    "geomean_fused_over_gemm": geo("fused_over_gemm"),
+                    "geomean_paired_fused_over_gemm": geo("paired_fused_over_gemm"),
+                    "geomean_unfused_over_fused": geo("unfused_over_fused"),
+                    "geomean_paired_unfused_over_fused": geo("paired_unfused_over_fused"),
+                    "shapes_meeting_gemm_target": sum(r["meets_gemm_target"] for r in rs),
+                    "shapes_meeting_unfused_target": sum(r["meets_unfused_target"] for r in rs)})
+    return out
 
 
 def _write(args, argv, dev, torch, rows, base_cfg, final):

@@ -21,6 +21,8 @@ VARIANTS = [
     ({}, "bfloat16"),                                                           # 128x256, 2x1, two A buffers
     ({"a_buffers": 1, "cluster": (1, 2), "w_major": "k"}, "float16"),
     ({"tile_n": 128, "cluster": (1, 1), "raster": "n"}, "bfloat16"),
+    ({"pingpong": True}, "bfloat16"),
+    ({"pingpong": True, "a_buffers": 1, "tile_n": 128, "cluster": (1, 2), "w_major": "k"}, "float16"),
 ]
 
 
@@ -65,6 +67,74 @@ def test_row_maps_of_register_a_wgmma():
         assert len(c_half) == n // 2 and c_half.count(1) == n // 4
 
 
+def test_row_maps_of_one_warpgroup_pingpong_mma():
+    """The pingpong schedule gives each warpgroup a whole 64-row tile (one-warpgroup MMA): the
+    same two-rows-per-thread, one-quad-per-row ownership must hold over those 64 rows."""
+    import cutlass
+    import cutlass.cute as cute
+    import cutlass.utils.hopper_helpers as sm90_utils
+    from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
+
+    seen = {}
+
+    @cute.jit
+    def trace():
+        mma = sm90_utils.make_trivial_tiled_mma(
+            cutlass.BFloat16, cutlass.BFloat16, OperandMajorMode.K, OperandMajorMode.MN,
+            cutlass.Float32, (1, 1, 1), tiler_mn=(64, 256), a_source=warpgroup.OperandSource.RMEM)
+        seen["pingpong"] = fused.row_maps(mma, 128, 64)
+        # The cooperative MMA over 128 rows seen as one 64-row tile is wrong: rows 64..127
+        # fold onto 0..63 and each row then has two quads.
+        coop = sm90_utils.make_trivial_tiled_mma(
+            cutlass.BFloat16, cutlass.BFloat16, OperandMajorMode.K, OperandMajorMode.MN,
+            cutlass.Float32, (2, 1, 1), tiler_mn=(64, 256), a_source=warpgroup.OperandSource.RMEM)
+        try:
+            fused.check_rows_owned_by_quads(coop.tv_layout_A_tiled, 256, 8, 64)
+        except AssertionError as e:
+            seen["folded"] = str(e)
+
+    trace()
+    a_half, c_half = seen["pingpong"]
+    assert sorted(a_half) == [0, 0, 0, 0, 1, 1, 1, 1] and c_half.count(1) == 64
+    assert "not by one quad" in seen["folded"]
+
+
+def test_rows_owned_by_quads_rejects_split_or_missing_rows():
+    # Row r held by lanes r and r + 4 (two quads share each row).
+    with pytest.raises(AssertionError, match="one quad"):
+        fused.check_rows_owned_by_quads(lambda tv: tv[0] % 4 + 4 * (2 * (tv[0] // 4) + tv[1]), 8, 2, 4)
+    # Only half of a 16-row tile covered.
+    with pytest.raises(AssertionError, match="covers 8"):
+        fused.check_rows_owned_by_quads(lambda tv: tv[0] // 4 + 4 * tv[1], 8, 4, 16)
+
+
+def test_pingpong_roles_turns_and_epilogue_barriers_in_sass():
+    """pingpong: the producer warpgroup gives registers back and the consumers take them
+    (setmaxnreg), each warpgroup waits for its turn on its own named barrier (256 threads: its
+    own 128 plus the other's arrival) and arrives at the other's, each stores through its own
+    128-thread epilogue barrier, and a k-tile keeps one WGMMA group in flight (not serialised)."""
+    ck = fused.compile_gemm_rmsnorm({"pingpong": True}, {"M": 1000, "N": 1032, "K": 1000})
+    sass = ck.sass
+    assert re.search(r"USETMAXREG\.DEALLOC\S*\s+0x28\b", sass), "producer does not release registers"
+    assert re.search(r"USETMAXREG\.TRY_ALLOC\S*\s+\S+\s+0xe8\b", sass), "consumers do not raise to 232"
+    waits = set(re.findall(r"BAR\.SYNC\S*\s+(0x[0-9a-f]+),\s*(0x[0-9a-f]+)", sass))
+    arrives = set(re.findall(r"BAR\.ARV\s+(0x[0-9a-f]+),\s*(0x[0-9a-f]+)", sass))
+    turns = {(hex(b), "0x100") for b in fused.MMA_TURN_BARRIERS}
+    assert turns <= waits and turns <= arrives, (waits, arrives)
+    epilogue = {(hex(b), "0x80") for b in fused.PINGPONG_EPILOGUE_BARRIERS}
+    assert epilogue <= waits, waits
+    depbars = re.findall(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-f]+)", sass)
+    assert "0x1" in depbars, f"every WGMMA group waited to zero: {depbars}"
+    assert_no_stack_or_local_memory(ck.cubin)
+
+
+def test_pingpong_ring_is_deeper_than_with_shared_epilogue_buffers():
+    # 64-row stages (40 KiB at tile_n 256) with two sets of epilogue buffers.
+    assert fused.ring_stages(fused.FusedConfig(pingpong=True)) == 4
+    assert fused.ring_stages(fused.FusedConfig(pingpong=True, epi_stages=2)) == 5
+    assert fused.ring_stages(fused.FusedConfig()) == 4
+
+
 def test_row_halves_rejects_a_layout_without_row_pairs():
     # A fake (thread, value) -> index map over a 128-row tile where each thread's values walk
     # down one column: 8 rows per thread, not the pair (r, r + 8).
@@ -83,6 +153,8 @@ def test_row_halves_rejects_a_layout_without_row_pairs():
     ({"epi_n": 48}, "epi_n"),
     ({"epi_stages": 3}, "epi_stages"),
     ({"a_buffers": 3}, "a_buffers"),
+    ({"pingpong": "yes"}, "pingpong"),
+    ({"pingpong": True, "stages": 5}, "shared memory"),
     ({"w_major": "m"}, "w_major"),
     ({"no_such_key": 1}, "unknown"),
 ])

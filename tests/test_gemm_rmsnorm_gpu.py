@@ -1,7 +1,8 @@
 """Fused RMSNorm -> GEMM on the GPU against an fp32 reference. The rows of X have norms spread
 over six decades, so a row scale applied to the wrong row, or along columns, or not at all, is
-off by orders of magnitude; partial tiles in M, N and K; both A-buffer schedules; clusters; an
-(N, K) weight; fp16; zero rows; every output element written (the output starts as NaN)."""
+off by orders of magnitude; partial tiles in M, N and K; both A-buffer schedules; the pingpong
+schedule (CTAs with one tile, so the second warpgroup has none, and with odd and even tile counts);
+clusters; an (N, K) weight; fp16; zero rows; every output element written (the output starts as NaN)."""
 
 import os
 
@@ -59,25 +60,40 @@ def check(config, M, N, K, dtype="bfloat16", seed=0, w_major="n", zero_rows=(), 
     (1000, 1032, 1000),
     (4096, 4096, 512),        # more tiles than CTAs: several tiles per CTA, fresh sums per tile
 ])
-def test_shapes(M, N, K):
-    check({}, M, N, K, seed=M + N + K)
+@pytest.mark.parametrize("schedule", [{}, {"pingpong": True}], ids=["cooperative", "pingpong"])
+def test_shapes(M, N, K, schedule):
+    check(schedule, M, N, K, seed=M + N + K)
 
 
 @pytest.mark.parametrize("config", [
     {"a_buffers": 1},
     {"cluster": (1, 1), "tile_n": 128},
     {"cluster": (1, 2), "raster": "n"},
+    {"pingpong": True, "a_buffers": 1},
+    {"pingpong": True, "cluster": (1, 1), "tile_n": 128},
+    {"pingpong": True, "cluster": (1, 2), "raster": "n"},
+    {"pingpong": True, "cluster": (4, 1), "epi_stages": 2},
+    {"pingpong": True, "stages": 2},
 ])
 def test_configs(config):
     check(config, 520, 1096, 840, seed=11)
 
 
-def test_weight_given_as_n_by_k_and_fp16():
-    check({}, 384, 776, 520, dtype="float16", w_major="k", seed=4)
+@pytest.mark.parametrize("schedule", [{}, {"pingpong": True}], ids=["cooperative", "pingpong"])
+def test_weight_given_as_n_by_k_and_fp16(schedule):
+    check(schedule, 384, 776, 520, dtype="float16", w_major="k", seed=4)
 
 
-def test_zero_rows_and_huge_norm_spread():
-    check({}, 256, 512, 1024, zero_rows=(0, 9, 130), decades=4.0, seed=8)
+@pytest.mark.parametrize("schedule", [{}, {"pingpong": True}], ids=["cooperative", "pingpong"])
+def test_zero_rows_and_huge_norm_spread(schedule):
+    check(schedule, 256, 512, 1024, zero_rows=(0, 9, 130), decades=4.0, seed=8)
+
+
+def test_pingpong_many_tiles_per_warpgroup_and_ring_wraps():
+    # 64-row tiles: 128 x 12 tiles over at most 132 CTAs (about 12 per CTA, 6 per warpgroup),
+    # and 33 k-tiles per tile, which is not a multiple of any ring depth: each warpgroup's skip
+    # over the other's k-tiles crosses the ring's wrap at a different stage every tile.
+    check({"pingpong": True}, 8192, 3000, 2056, seed=21)
 
 
 def test_spec_launch_matches_reference():

@@ -73,8 +73,7 @@ def test_shapes(M, N, K, schedule):
     {"pingpong": True, "cluster": (1, 1), "tile_n": 128},
     {"pingpong": True, "cluster": (1, 2), "raster": "n"},
     {"pingpong": True, "cluster": (4, 1), "epi_stages": 2},
-    {"pingpong": True, "stages": 2},
-])
+], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
 def test_configs(config):
     check(config, 520, 1096, 840, seed=11)
 

@@ -733,6 +733,7 @@ GEMM_RMSNORM_SPEC = KernelSpec(
         "swizzle": [1, 4, 8, 16],
         "stages": [None, 3, 4],
         "a_buffers": [1, 2],
+        "pingpong": [False, True],
     },
     expected_sass=["HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL"],
     archs=["sm_90a"],

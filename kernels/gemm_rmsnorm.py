@@ -357,8 +357,8 @@ def _kernel_class():
                 if cutlass.const_expr(self.cfg.pingpong):
                     # One copy of the consumer per warpgroup, so that its barrier ids, store warp
                     # and epilogue buffers are constants (at any moment one warpgroup runs the
-                    # main loop and the other the epilogue, so the two copies cost no more
-                    # instruction cache than one).
+                    # main loop and the other the epilogue, so the two copies should need
+                    # about the instruction cache of one).
                     if warp_idx < 8:
                         self.consume_pingpong(0, tiled_mma, tma_y, sX, sW, sY_of_wg[0], gY, ring, sched,
                                               k_tiles, inv_k, eps, tidx - 128, warp_idx, lane, cta_rank,

@@ -128,7 +128,7 @@ def test_pingpong_roles_turns_and_epilogue_barriers_in_sass():
     assert_no_stack_or_local_memory(ck.cubin)
 
 
-def test_pingpong_ring_is_deeper_than_with_shared_epilogue_buffers():
+def test_pingpong_ring_depth_with_an_epilogue_buffer_per_warpgroup():
     # 64-row stages (40 KiB at tile_n 256) with two sets of epilogue buffers.
     assert fused.ring_stages(fused.FusedConfig(pingpong=True)) == 4
     assert fused.ring_stages(fused.FusedConfig(pingpong=True, epi_stages=2)) == 5

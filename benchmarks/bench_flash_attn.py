@@ -30,7 +30,7 @@ def _parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", help="write the results as JSON here")
     p.add_argument("--shapes", help="subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
-    p.add_argument("--config", help="JSON config (default: FlashSM90())")
+    p.add_argument("--config", help="JSON config (default: flash_attn.heuristic_config per shape)")
     p.add_argument("--refs", default=",".join(REFERENCES), help="references to time")
     p.add_argument("--also", help="JSON list of further configs, timed on the causal shapes "
                                   "(all shapes with --also-all)")
@@ -88,11 +88,12 @@ def main(argv=None):
         print(f"tests: exit code {int(code)} in {tests['seconds']:.0f} s", flush=True)
         if args.out:
             _write(args, argv, dev, torch, [], final=False, tests=tests)
-    cfg = fa.FlashSM90.from_mapping(json.loads(args.config) if args.config else {})
+    fixed = fa.FlashSM90.from_mapping(json.loads(args.config)) if args.config else None
     refs = [r for r in args.refs.split(",") if r]
     rows = []
     for shape in _shapes(args.shapes):
         inputs = fa.make_inputs(shape, "bfloat16", seed=shape["S"] + shape["H"])
+        cfg = fixed or fa.heuristic_config(shape, "bfloat16")
         t0 = time.time()
         run = fa.bind_flash_attn(cfg, inputs)
         run()

@@ -168,3 +168,13 @@ def test_flops_and_spec():
     assert fa.attention_flops(dict(s, causal=1)) == fa.attention_flops(s) / 2
     assert fa.FLASH_ATTN_SPEC.references[0] == "sdpa"
     assert fa.FLASH_ATTN_SPEC.default_config == fa.FlashSM90().to_dict()
+
+
+def test_heuristic_turns_overlap_off_only_where_ptxas_serializes_it():
+    causal128 = {"B": 4, "H": 16, "S": 8192, "D": 128, "causal": 1}
+    assert fa.heuristic_config(causal128, "bfloat16") == fa.FlashSM90(intra_wg_overlap=False)
+    assert fa.heuristic_config(causal128, "float16") == fa.FlashSM90()
+    assert fa.heuristic_config(dict(causal128, causal=0), "bfloat16") == fa.FlashSM90()
+    assert fa.heuristic_config(dict(causal128, D=64), "bfloat16") == fa.FlashSM90()
+    # Where it turns overlap off, the SASS shows why (this variant is in SERIALIZED).
+    assert (True, 128, 1, "bfloat16") in SERIALIZED

@@ -36,6 +36,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from kernelscope.kernels import cute_build
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec, disassemble_cubin
 
 SMEM_CAPACITY = 232448      # bytes of shared memory a block may use on sm_90
@@ -758,31 +759,6 @@ def _compiled(cfg: FlashSM90, dtype: str, head_dim: int, causal: bool, use_gpu_t
                         options=f"--keep-cubin --keep-ptx --dump-dir={dump_dir}")
 
 
-def _artifacts(compiled) -> tuple[bytes | None, str | None]:
-    cubin = getattr(compiled, "__cubin__", None)
-    ptx = getattr(compiled, "__ptx__", None)
-    if isinstance(cubin, str):
-        cubin = cubin.encode("latin-1")
-    return cubin, ptx
-
-
-def _kernel_names(sass: str | None) -> list[str]:
-    names = []
-    for line in (sass or "").splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == ".global":
-            names.append(parts[1])
-    return names
-
-
-def _gpu_available() -> bool:
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
-
-
 def _config_of(config) -> FlashSM90:
     return config if isinstance(config, FlashSM90) else FlashSM90.from_mapping(config)
 
@@ -799,10 +775,10 @@ def compile_flash_attn(config: dict[str, Any] | FlashSM90 | None, shape: dict[st
     _, _, _, D, causal = check_shape(shape, dtype)
     validate(cfg, D)
     compiled = _compiled(cfg, dtype, D, causal, False)
-    cubin, ptx = _artifacts(compiled)
+    cubin, ptx = cute_build.artifacts(compiled)
     sass = disassemble_cubin(cubin) if cubin else None
     launch = bind = None
-    if _gpu_available():
+    if cute_build.gpu_available():
         def bind(inputs):
             return bind_flash_attn(cfg, inputs)
 
@@ -811,7 +787,7 @@ def compile_flash_attn(config: dict[str, Any] | FlashSM90 | None, shape: dict[st
             return inputs["out"]
 
     return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=_kernel_names(sass), bind=bind)
+                          kernel_names=cute_build.kernel_names(sass), bind=bind)
 
 
 def max_ctas() -> int:

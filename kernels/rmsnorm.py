@@ -17,6 +17,7 @@ import os
 import tempfile
 from typing import Any
 
+from kernelscope.kernels import cute_build
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
 EPS = 1e-6
@@ -204,18 +205,7 @@ def compile_rmsnorm(config: dict[str, Any], shape: dict[str, int], dtype: str, a
                 bind(inputs)()
                 return inputs["out"]
     return CompiledKernel(launch=launch, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=_kernel_names(sass), bind=bind)
-
-
-def _kernel_names(sass: str | None) -> list[str]:
-    if not sass:
-        return []
-    names = []
-    for line in sass.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == ".global":
-            names.append(parts[1])
-    return names
+                          kernel_names=cute_build.kernel_names(sass), bind=bind)
 
 
 # --- inputs, reference, costs -------------------------------------------------------------

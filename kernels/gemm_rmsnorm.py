@@ -33,9 +33,10 @@ with the `gemm` kernel):
   owns whole output tiles of 64 x tile_n (the CTA's tiles alternate between the two), so one
   warpgroup's epilogue (rsqrt scaling, stores) runs while the other issues its WGMMAs. Two
   named barriers hand the turn to issue the main loop back and forth; the producer fills the
-  one ring in tile order and each warpgroup skips the other's k-tiles in it. Each warpgroup has its own epilogue buffers
-  and barrier, so the epilogues need no ordering. The row ownership inside a warpgroup is the
-  same as above (64 rows, two per thread, quads), checked on the one-warpgroup MMA.
+  one ring in tile order and each warpgroup skips the other's k-tiles in it. Each warpgroup
+  has its own epilogue buffers and barrier, so the epilogues need no ordering. The row
+  ownership inside a warpgroup is the same as above (64 rows, two per thread, quads), checked
+  on the one-warpgroup MMA.
 """
 
 # No `from __future__ import annotations`: the DSL evaluates kernel annotations at compile time.

@@ -1,5 +1,7 @@
 """What the GEMM benchmark scripts share: the --shapes list, random operands, interleaved timing
-passes, the geomean over shapes, and the JSON result file with the run's environment and command.
+passes, round-robin timing with paired per-round ratios (and their bootstrap interval over
+shapes), the GPU clock readings, the geomean over shapes, and the JSON result file with the
+run's environment and command.
 
 The scripts run as `python benchmarks/<script>.py`, so this module is imported by its plain name
 (the script's folder is first on sys.path).
@@ -9,6 +11,8 @@ import json
 import math
 import os
 import platform
+import statistics
+import subprocess
 import sys
 
 
@@ -39,6 +43,221 @@ def interleaved_passes(launchers, passes: int, rep_ms: float):
     from kernelscope.profiler.timing import time_callable
 
     return [[time_callable(f, rep_ms=rep_ms, flush_l2=True) for f in launchers] for _ in range(passes)]
+
+
+def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms: float = 25.0,
+                rounds: int | None = None, flush_l2: bool = True) -> dict:
+    """Time the launchers in turn, one launch of each per round, every launch between its own
+    pair of CUDA events with the L2 flushed before it, so that a change of clock or temperature
+    during the run hits all sides alike and a per-round ratio compares launches made moments
+    apart. Round r starts at launcher r mod n (the order rotates, so no side always follows the
+    same one). The rounds are split into `passes` passes (medians per pass show the drift).
+
+    rounds: per pass; by default enough for each launcher to run about `rep_ms` per pass.
+    Returns {"samples_ms": [per launcher, one time per round], "pass_of_round": [...],
+    "rounds_per_pass": int, "warmup_rounds": int}."""
+    import torch
+
+    from kernelscope.profiler.timing import _flush_buffer
+
+    if not launchers:
+        raise ValueError("no launchers to time")
+    if passes < 1:
+        raise ValueError(f"passes must be >= 1, got {passes}")
+    device = torch.device("cuda", torch.cuda.current_device())
+    flush = _flush_buffer(torch, device) if flush_l2 else None
+    n = len(launchers)
+
+    def launch_round(r, starts=None, ends=None):
+        for j in range(n):
+            i = (r + j) % n
+            if flush is not None:
+                flush.zero_()
+            if starts is not None:
+                starts[i].record()
+            launchers[i]()
+            if ends is not None:
+                ends[i].record()
+
+    launch_round(0)                       # module loads, lazy allocations
+    torch.cuda.synchronize(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    est_rounds = 3
+    start.record()
+    for r in range(est_rounds):
+        launch_round(r)
+    end.record()
+    torch.cuda.synchronize(device)
+    round_ms = max(start.elapsed_time(end) / est_rounds, 1e-4)     # flushes included
+    warmup_rounds = max(1, int(warmup_ms * n / round_ms))
+    per_pass = rounds if rounds is not None else max(3, int(rep_ms * n / round_ms))
+    for r in range(warmup_rounds):
+        launch_round(r)
+
+    samples = [[] for _ in range(n)]
+    pass_of_round = []
+    for p in range(passes):
+        events = [([torch.cuda.Event(enable_timing=True) for _ in range(n)],
+                   [torch.cuda.Event(enable_timing=True) for _ in range(n)]) for _ in range(per_pass)]
+        torch.cuda.synchronize(device)
+        for r, (starts, ends) in enumerate(events):
+            launch_round(p * per_pass + r, starts, ends)
+        torch.cuda.synchronize(device)
+        for starts, ends in events:
+            for i in range(n):
+                samples[i].append(starts[i].elapsed_time(ends[i]))
+            pass_of_round.append(p)
+    return {"samples_ms": samples, "pass_of_round": pass_of_round, "rounds_per_pass": per_pass,
+            "warmup_rounds": warmup_rounds}
+
+
+def paired_ratios(numerators, denominators) -> list[float]:
+    """Per round, numerator time / denominator time (two launches of the same round)."""
+    if len(numerators) != len(denominators):
+        raise ValueError(f"{len(numerators)} numerators for {len(denominators)} denominators")
+    return [a / b for a, b in zip(numerators, denominators)]
+
+
+def quartiles(xs) -> dict:
+    """Median, first and third quartile (inclusive method) and count of a sample."""
+    xs = sorted(float(x) for x in xs)
+    if not xs:
+        raise ValueError("no values")
+    q1, med, q3 = (xs[0],) * 3 if len(xs) == 1 else statistics.quantiles(xs, n=4, method="inclusive")
+    return {"median": med, "q1": q1, "q3": q3, "n": len(xs)}
+
+
+def geomean(xs) -> float:
+    xs = list(xs)
+    if not xs:
+        raise ValueError("geomean of nothing")
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def bootstrap_geomean_of_medians(ratio_lists, draws: int = 2000, level: float = 0.95,
+                                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of geomean over shapes of (median per-round ratio): every
+    draw resamples each shape's rounds with replacement. Rounds are treated as independent, which
+    the pairing inside a round makes nearly so (a drift common to all sides cancels in the ratio)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    logs = np.zeros(draws)
+    for ratios in ratio_lists:
+        r = np.asarray(ratios, dtype=np.float64)
+        if r.size == 0:
+            raise ValueError("a shape without rounds")
+        idx = rng.integers(0, r.size, size=(draws, r.size))
+        logs += np.log(np.median(r[idx], axis=1))
+    geo = np.exp(logs / len(ratio_lists))
+    tail = (1.0 - level) / 2
+    return float(np.quantile(geo, tail)), float(np.quantile(geo, 1.0 - tail))
+
+
+def verdict(interval, target: float, at_most: bool) -> str:
+    """'met' when the whole interval is on the target's side, 'not met' when all of it is on the
+    other side, else 'unresolved' (the run cannot tell)."""
+    lo, hi = interval
+    ok_all, ok_none = (hi <= target, lo > target) if at_most else (lo >= target, hi < target)
+    return "met" if ok_all else "not met" if ok_none else "unresolved"
+
+
+_CLOCK_FIELDS = ("clocks.sm", "clocks.max.sm", "clocks.mem", "temperature.gpu", "power.draw",
+                 "clocks_event_reasons.active")
+
+
+def _nvidia_smi(fields, device_uuid, extra=()):
+    cmd = ["nvidia-smi", "--format=csv,noheader,nounits", "--query-gpu=" + ",".join(fields)]
+    if device_uuid:
+        cmd.append(f"--id={device_uuid}")
+    return cmd + list(extra)
+
+
+def clock_fields(device_uuid: str | None = None) -> tuple[str, ...] | None:
+    """The clock fields this nvidia-smi answers (older drivers lack clocks_event_reasons), or
+    None when nvidia-smi cannot be run."""
+    for fields in (_CLOCK_FIELDS, _CLOCK_FIELDS[:-1]):
+        try:
+            proc = subprocess.run(_nvidia_smi(fields, device_uuid), capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode == 0 and proc.stdout.strip():
+            return fields
+    return None
+
+
+def parse_clock_line(fields, line: str) -> dict:
+    """One nvidia-smi csv line as {field: float, or the text for the reasons bitmask, or None}."""
+    values = [v.strip() for v in line.split(",")]
+    return {name: _clock_value(value) for name, value in zip(fields, values)}
+
+
+def gpu_clock_reading(fields, device_uuid: str | None = None) -> dict:
+    """One reading of `fields` now (SM and memory clock in MHz, temperature in C, power in W, the
+    active clock-event reasons); {"error": ...} when it fails."""
+    if not fields:
+        return {"error": "nvidia-smi not available"}
+    try:
+        proc = subprocess.run(_nvidia_smi(fields, device_uuid), capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": f"nvidia-smi: {e}"}
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return {"error": f"nvidia-smi exited {proc.returncode}: {proc.stderr.strip()[:200]}"}
+    return parse_clock_line(fields, proc.stdout.strip().splitlines()[0])
+
+
+class ClockSampler:
+    """Readings of `fields` taken one after another by a background thread (one nvidia-smi call
+    each, at most every `period_s`) while the block runs: the clocks while the GPU is busy, not
+    before or after. `readings` once the block is left."""
+
+    def __init__(self, fields, device_uuid: str | None = None, period_s: float = 0.1):
+        import threading
+
+        self.fields, self.device_uuid, self.period_s = fields, device_uuid, period_s
+        self.readings = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self._stop.is_set():
+            reading = gpu_clock_reading(self.fields, self.device_uuid)
+            if "error" in reading:
+                return
+            self.readings.append(reading)
+            self._stop.wait(self.period_s)
+
+    def __enter__(self):
+        if self.fields:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+        return False
+
+
+def clock_summary(readings) -> dict:
+    """Range of the SM clock, temperature and power over a list of readings, and the distinct
+    non-zero clock-event reason masks; n/a (None) for what was not read."""
+    out = {"readings": len(readings)}
+    for key, name in (("clocks.sm", "sm_mhz"), ("temperature.gpu", "temperature_c"), ("power.draw", "power_w")):
+        xs = [r[key] for r in readings if isinstance(r.get(key), float)]
+        out[name] = {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else None
+    masks = {r.get("clocks_event_reasons.active") for r in readings}
+    out["clock_event_reasons"] = sorted(m for m in masks if isinstance(m, str) and int(m, 16) != 0)
+    return out
+
+
+def _clock_value(text):
+    if text is None or text in ("", "[N/A]", "N/A", "[Not Supported]"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text                       # e.g. the reasons bitmask "0x0000000000000000"
 
 
 def launch_and_check(torch, run, out, ref32) -> tuple[float, bool]:

@@ -241,12 +241,12 @@ def main(argv=None):
         new_rows = shape_rows(shape, [c.to_dict() for c in configs], samples, timed["pass_of_round"],
                               with_gemm=args.with_gemm)
         clock = clock_summary(sampler.readings)
-        for row, (acc, bind_s, stages), cfg in zip(new_rows, checks, configs):
+        for c, (row, (acc, bind_s, stages), cfg) in enumerate(zip(new_rows, checks, configs)):
             row.update({"stages": stages, "fold_ms": fold_ms, "bind_s": bind_s, "fused_accuracy": acc,
                         "torch_unfused_accuracy": unfused_acc, "clock": clock, "timed_s": timed_s,
                         "rounds_per_pass": timed["rounds_per_pass"], "warmup_rounds": timed["warmup_rounds"]})
             if args.keep_samples:
-                row["round_samples_ms"] = {"fused": samples["fused"][configs.index(cfg)]} | {
+                row["round_samples_ms"] = {"fused": samples["fused"][c]} | {
                     k: v for k, v in samples.items() if k != "fused"}
             rows.append(row)
             print(_shape_line(row, acc, "" if cfg == base_cfg else _short(cfg, base_cfg)), flush=True)

@@ -243,6 +243,21 @@ def _kernel_class():
     from kernelscope.kernels.sm90_epilogue import TmaStoreEpilogue
     from kernelscope.kernels.sm90_pipeline import TmaRing
 
+    from cutlass._mlir.dialects import llvm
+    from cutlass.cutlass_dsl import T
+
+    def pack_16bit(lo, hi, ptx_type: str):
+        """Two fp32 values -> one 32-bit register of two 16-bit values (round to nearest), as
+        one inline-asm cvt. Why not the DSL's conversion: LLVM folds the two conversions that
+        feed P (before the loop and at the end of each iteration) into one conversion of a
+        loop-carried S, which then keeps 64 fp32 registers alive across the next Q K^T; at
+        head dim 128 that exceeds the registers of the overlapped loop and ptxas serializes
+        the WGMMAs (C7512). An asm statement is not folded through the loop's phi."""
+        return cutlass.Int32(llvm.inline_asm(
+            T.i32(), [cutlass.Float32(hi).ir_value(), cutlass.Float32(lo).ir_value()],
+            f"cvt.rn.{ptx_type}x2.f32 $0, $1, $2;", "=r,f,f",
+            has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT))
+
     class FlashAttentionSm90:
         """One compiled variant: (config, dtype, head dim, causal). B, H, S stay dynamic."""
 
@@ -478,6 +493,8 @@ def _kernel_class():
             # Flat views: check_fragments proved P's registers hold S's values in S's order.
             s_flat = cute.make_tensor(acc_s.iterator, cute.make_layout(n_s))
             p_flat = cute.make_tensor(p.iterator, cute.make_layout(n_s))
+            # P as 32-bit words: value pairs (2i, 2i + 1) packed by one cvt each.
+            p_words = cute.recast_tensor(p_flat, cutlass.Int32)
             # The flat views above (and the row maps) take register i to be value i in the order
             # of the fragments' shapes: true of compact fragments, checked here.
             check_compact(p, acc_s, acc_o)
@@ -521,7 +538,7 @@ def _kernel_class():
                 k_ring.consumer_release(stage, signals, 0)
                 self.apply_mask(acc_s, thr_qk, m_block, n, seqlen)
                 self.softmax(acc_s, row_max, row_sum, row_scale, scale_log2, True)
-                p_flat.store(s_flat.load().to(self.dtype))
+                self.convert_p(acc_s, p_words)
                 v_stage = stage
                 stage, phase = self.advance(stage, phase)
 
@@ -538,7 +555,7 @@ def _kernel_class():
                         self.softmax(acc_s, row_max, row_sum, row_scale, scale_log2, False)
                         cute.nvgpu.warpgroup.wait_group(0)
                         v_ring.consumer_release(v_stage, signals, 0)
-                        p_flat.store(s_flat.load().to(self.dtype))
+                        self.convert_p(acc_s, p_words)
                         self.rescale_o(acc_o, row_scale)
                         v_stage = stage
                         stage, phase = self.advance(stage, phase)
@@ -564,7 +581,7 @@ def _kernel_class():
                         cute.nvgpu.warpgroup.wait_group(0)
                         k_ring.consumer_release(stage, signals, 0)
                         self.softmax(acc_s, row_max, row_sum, row_scale, scale_log2, False)
-                        p_flat.store(s_flat.load().to(self.dtype))
+                        self.convert_p(acc_s, p_words)
                         self.rescale_o(acc_o, row_scale)
                         v_ring.consumer_wait(stage, phase)
                         self.turn_wait(wg)
@@ -686,6 +703,13 @@ def _kernel_class():
                     row_sum[h] = total
                 else:
                     row_sum[h] = row_sum[h] * row_scale[h] + total
+
+        @cute.jit
+        def convert_p(self, acc_s, p_words):
+            """P = S rounded to 16 bits, register for register (see pack_16bit)."""
+            ptx_type = "bf16" if self.dtype is cutlass.BFloat16 else "f16"
+            for w in cutlass.range_constexpr(cute.size(p_words)):
+                p_words[w] = pack_16bit(acc_s[2 * w], acc_s[2 * w + 1], ptx_type)
 
         @cute.jit
         def rescale_o(self, acc_o, row_scale):
@@ -841,15 +865,6 @@ SUITE = [
     {"B": 16, "H": 16, "S": 2048, "D": 128, "causal": 0},
     {"B": 1, "H": 16, "S": 16384, "D": 128, "causal": 0},
 ]
-
-
-def heuristic_config(shape, dtype: str = "bfloat16") -> FlashSM90:
-    """Per-shape default. bf16, causal, head dim 128: no intra-warpgroup overlap, whose WGMMAs
-    ptxas serializes there (C7512; H200, 4x16x8192x128 causal: 2.03 ms without overlap, 2.82 ms
-    with, benchmarks/results/flash_attn-h200.json). Elsewhere FlashSM90()."""
-    if dtype == "bfloat16" and int(shape.get("causal", 0)) and int(shape["D"]) == 128:
-        return FlashSM90(intra_wg_overlap=False)
-    return FlashSM90()
 
 
 def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda"):

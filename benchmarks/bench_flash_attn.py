@@ -14,12 +14,12 @@ the whole output was written.
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
 
-from _bench_common import command_line, environment, write_json
+from _bench_common import (ClockSampler, clock_fields, clock_summary, command_line, environment, geomean,
+                           paired_ratios, quartiles, round_robin, write_json)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -30,12 +30,13 @@ def _parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", help="write the results as JSON here")
     p.add_argument("--shapes", help="subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
-    p.add_argument("--config", help="JSON config (default: flash_attn.heuristic_config per shape)")
+    p.add_argument("--config", help="JSON config (default: FlashSM90())")
     p.add_argument("--refs", default=",".join(REFERENCES), help="references to time")
     p.add_argument("--also", help="JSON list of further configs, timed on the causal shapes "
                                   "(all shapes with --also-all)")
     p.add_argument("--also-all", action="store_true", help="time the --also configs on every shape")
-    p.add_argument("--rep-ms", type=float, default=60.0, help="timed budget per measurement")
+    p.add_argument("--rep-ms", type=float, default=60.0, help="timed budget per side and pass")
+    p.add_argument("--passes", type=int, default=2, help="round-robin passes per shape")
     p.add_argument("--run-tests", metavar="PATH",
                    help="run these pytest files in this process first (they compile the same variants, "
                         "which the benchmark then reuses); the outcome goes into the JSON")
@@ -68,7 +69,7 @@ def main(argv=None):
 
     from kernelscope.kernels import flash_attn as fa
     from kernelscope.kernels import references
-    from kernelscope.profiler.timing import tflops, time_callable
+    from kernelscope.profiler.timing import tflops
 
     if not torch.cuda.is_available():
         print("bench_flash_attn: no CUDA GPU available", file=sys.stderr)
@@ -93,7 +94,7 @@ def main(argv=None):
     rows = []
     for shape in _shapes(args.shapes):
         inputs = fa.make_inputs(shape, "bfloat16", seed=shape["S"] + shape["H"])
-        cfg = fixed or fa.heuristic_config(shape, "bfloat16")
+        cfg = fixed or fa.FlashSM90()
         t0 = time.time()
         run = fa.bind_flash_attn(cfg, inputs)
         run()
@@ -104,19 +105,19 @@ def main(argv=None):
         row.update(_accuracy(fa, torch, inputs, args.check_heads))
         torch.cuda.empty_cache()
         flops = fa.attention_flops(shape)
-        t = time_callable(run, rep_ms=args.rep_ms, flush_l2=True)
-        row["flash_attn"] = {"ms": t.median_ms, "iqr_ms": t.iqr_ms, "tflops": tflops(flops, t.median_ms)}
+        # Every side of this shape in one round-robin: one launch of each per round, so clock
+        # and temperature drift hit all alike; ratios are taken within a round.
+        sides = {"flash_attn": run}
         spec = fa.FLASH_ATTN_SPEC
         for name in refs:
             try:
                 launch = references.bind(name, spec, inputs)
                 launch()
                 torch.cuda.synchronize()
-                rt = time_callable(launch, rep_ms=args.rep_ms, flush_l2=True)
-                row[name] = {"ms": rt.median_ms, "iqr_ms": rt.iqr_ms, "tflops": tflops(flops, rt.median_ms),
-                             "ours_speedup": rt.median_ms / t.median_ms}
+                sides[name] = launch
             except Exception as e:  # noqa: BLE001 - a reference that cannot run is recorded, not fatal
                 row[name] = {"ms": "n/a", "why": str(e).splitlines()[0][:200]}
+        extras = []
         for extra in [fa.FlashSM90.from_mapping(c) for c in json.loads(args.also or "[]")]:
             if not (shape["causal"] or args.also_all):
                 continue
@@ -125,16 +126,40 @@ def main(argv=None):
             alt()
             torch.cuda.synchronize()
             acc = _accuracy(fa, torch, inputs, args.check_heads)
-            at = time_callable(alt, rep_ms=args.rep_ms, flush_l2=True)
+            key = f"also{len(extras)}"
+            sides[key] = alt
+            extras.append((key, extra, acc, bool(inputs["out"].isfinite().all().item())))
+        names = list(sides)
+        with ClockSampler(clock_fields()) as clocks:
+            timed = round_robin([sides[n] for n in names], passes=args.passes, rep_ms=args.rep_ms)
+        row["clocks"] = clock_summary(clocks.readings)
+        samples = dict(zip(names, timed["samples_ms"]))
+        row["rounds"] = len(samples["flash_attn"])
+        ours = samples["flash_attn"]
+        q = quartiles(ours)
+        t_ms = q["median"]
+        row["flash_attn"] = {"ms": t_ms, "iqr_ms": q["q3"] - q["q1"], "tflops": tflops(flops, t_ms)}
+        for name in refs:
+            if name not in samples:
+                continue
+            rq = quartiles(samples[name])
+            paired = quartiles(paired_ratios(samples[name], ours))
+            row[name] = {"ms": rq["median"], "iqr_ms": rq["q3"] - rq["q1"],
+                         "tflops": tflops(flops, rq["median"]),
+                         "ours_speedup": paired["median"],
+                         "ours_speedup_q1": paired["q1"], "ours_speedup_q3": paired["q3"],
+                         "per_round": paired_ratios(samples[name], ours)}
+        for key, extra, acc, written in extras:
+            aq = quartiles(samples[key])
             row.setdefault("also", []).append({
-                "config": extra.to_dict(), "ms": at.median_ms, "iqr_ms": at.iqr_ms,
-                "tflops": tflops(flops, at.median_ms), "all_written": bool(inputs["out"].isfinite().all().item()),
-                **acc})
-            print(f"    also {extra.to_dict()}: {at.median_ms:.3f} ms {tflops(flops, at.median_ms):.0f} TF/s "
+                "config": extra.to_dict(), "ms": aq["median"], "iqr_ms": aq["q3"] - aq["q1"],
+                "tflops": tflops(flops, aq["median"]), "all_written": written,
+                "vs_default": quartiles(paired_ratios(samples[key], ours))["median"], **acc})
+            print(f"    also {extra.to_dict()}: {aq['median']:.3f} ms {tflops(flops, aq['median']):.0f} TF/s "
                   f"err {acc['max_abs_error']:.2e}", flush=True)
         rows.append(row)
         tag = f"{shape['B']}x{shape['H']}x{shape['S']}x{shape['D']}{'c' if shape['causal'] else ''}"
-        parts = [f"{tag:>18} ours {t.median_ms:.3f} ms {row['flash_attn']['tflops']:.0f} TF/s"]
+        parts = [f"{tag:>18} ours {t_ms:.3f} ms {row['flash_attn']['tflops']:.0f} TF/s"]
         for name in refs:
             r = row[name]
             parts.append(f"{name} " + (f"{r['tflops']:.0f} (x{r['ours_speedup']:.2f})" if r["ms"] != "n/a" else "n/a"))
@@ -172,12 +197,13 @@ def _write(args, argv, dev, torch, rows, final, tests=None):
     for name in args.refs.split(","):
         got = [r[name]["ours_speedup"] for r in rows if isinstance(r.get(name, {}).get("ms"), float)]
         if got:
-            ratios[name] = {"geomean_speedup": math.exp(sum(map(math.log, got)) / len(got)),
+            ratios[name] = {"geomean_speedup": geomean(got),
                             "min_speedup": min(got), "shapes": len(got)}
     result = {"kernel": "flash_attn", "dtype": "bfloat16", "complete": final, "layout": "bshd",
               **environment(dev, torch),
-              "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
-                        "before each launch, warm-up, median",
+              "timing": "benchmarks/_bench_common.round_robin: per shape, one launch of every side per "
+                        "round (order rotating), CUDA events per launch, L2 flushed before each; "
+                        "times are medians over rounds, speedups medians of per-round ratios",
               "flops": "4 B H S^2 D, halved when causal",
               "summary": ratios, "tests": tests, "results": rows,
               "command": command_line("benchmarks/bench_flash_attn.py", argv)}

@@ -404,8 +404,10 @@ def parse_shape(text: str) -> dict[str, int]:
             size = int(v)
         except ValueError:
             raise UserError(f"shape {text!r}: size of {k.strip()} is not an integer: {v!r}") from None
-        if size <= 0:
-            raise UserError(f"shape {text!r}: size of {k.strip()} must be positive")
+        if size < 0:
+            # 0 passes here: a 0/1 flag such as causal=0 is a shape key too; check_shape_keys
+            # refuses a zero size where the kernel's shapes have no such flag.
+            raise UserError(f"shape {text!r}: size of {k.strip()} must not be negative")
         shape[k.strip()] = size
     if not shape:
         raise UserError(f"shape {text!r} is empty")
@@ -417,6 +419,12 @@ def check_shape_keys(spec: KernelSpec, shape: dict[str, int]) -> None:
         want = set(spec.default_shapes[0])
         if set(shape) != want:
             raise UserError(f"{spec.name} takes shape keys {', '.join(sorted(want))}, got {', '.join(sorted(shape))}")
+        flags = {k for k in want if all(s.get(k) in (0, 1) for s in spec.default_shapes)}
+    else:
+        flags = set()
+    for k, v in shape.items():
+        if v == 0 and k not in flags:
+            raise UserError(f"shape: size of {k} must be positive")
 
 
 def check_config_keys(spec: KernelSpec, config: dict[str, Any]) -> None:

@@ -21,9 +21,19 @@ def test_parse_value_types():
 
 def test_parse_shape_and_errors():
     assert measure.parse_shape("M=4096, N=8192") == {"M": 4096, "N": 8192}
-    for bad in ("M4096", "M=abc", "M=0", ""):
+    for bad in ("M4096", "M=abc", "M=-1", ""):
         with pytest.raises(UserError):
             measure.parse_shape(bad)
+
+
+def test_zero_size_only_for_flag_keys():
+    from kernelscope.kernels.registry import resolve as get_spec
+    flash = get_spec("flash_attn")
+    measure.check_shape_keys(flash, measure.parse_shape("B=1,H=2,S=256,D=64,causal=0"))
+    with pytest.raises(UserError, match="size of S must be positive"):
+        measure.check_shape_keys(flash, measure.parse_shape("B=1,H=2,S=0,D=64,causal=1"))
+    with pytest.raises(UserError, match="size of M must be positive"):
+        measure.check_shape_keys(get_spec("gemm"), measure.parse_shape("M=0,N=128,K=128"))
 
 
 def test_parse_config_single_and_multi():

@@ -57,6 +57,8 @@ FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
 # Named barriers: 0 is __syncthreads, 1 the epilogue's (kernels/sm90_epilogue.py); the
 # ping-pong turn of math warpgroup w is 2 + w.
 PINGPONG_BARRIER_BASE = 2
+# With o_reuses_q: both math warpgroups are past their last Q K^T before O is staged over Q.
+Q_READ_BARRIER = 4
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,10 @@ class FlashSM90:
     cluster_size_m: int = 1
     intra_wg_overlap: bool = True
     pingpong: bool = True
+    # O staged in Q's shared memory (same size: tile_m x D) instead of a buffer of its own: frees
+    # 16/32 KiB (3 stages, or wider key blocks, at D=128); the next tile's Q then waits until O's
+    # TMA stores have read it.
+    o_reuses_q: bool = False
 
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "FlashSM90":
@@ -79,7 +85,7 @@ class FlashSM90:
             if isinstance(q, str):
                 q = q.lower().replace("x", ",").split(",")
             cfg["qk_mn"] = tuple(int(x) for x in q)
-        for flag in ("intra_wg_overlap", "pingpong"):
+        for flag in ("intra_wg_overlap", "pingpong", "o_reuses_q"):
             if flag in cfg and isinstance(cfg[flag], str):
                 cfg[flag] = cfg[flag].lower() in ("1", "true", "yes")
         return cls(**cfg)
@@ -94,7 +100,7 @@ def smem_bytes(cfg: FlashSM90, head_dim: int) -> int:
     tm, tn = cfg.qk_mn
     q = tm * head_dim * 2
     kv = 2 * cfg.num_stages * tn * head_dim * 2
-    o = tm * EPI_N * 2 * epi_stages(head_dim)
+    o = 0 if cfg.o_reuses_q else tm * EPI_N * 2 * epi_stages(head_dim)
     return q + kv + o + SMEM_RESERVED
 
 
@@ -103,20 +109,36 @@ def epi_stages(head_dim: int) -> int:
     return head_dim // EPI_N
 
 
-def validate(cfg: FlashSM90, head_dim: int | None = None) -> None:
-    """Raise ConfigRejected with the reason when the config (and head dim) cannot be built."""
-    if tuple(cfg.qk_mn) != (128, 128):
-        raise ConfigRejected(
-            f"qk_mn must be (128, 128) (two math warpgroups of 64 query rows, 128-key blocks; the "
-            f"causal mask assumes square tiles), got {tuple(cfg.qk_mn)}")
+# Registers a math thread may lock in WGMMA fragments at once in the overlapped loop (S, P and
+# O: tn/2 + tn/4 + D/2 of the 240), leaving the softmax and the loop its working set.
+LOCKED_REGS_MAX = 208
+
+
+def validate(cfg: FlashSM90, head_dim: int | None = None, causal: bool | None = None) -> None:
+    """Raise ConfigRejected with the reason when the config (and head dim, causal flag) cannot
+    be built."""
+    tm, tn = tuple(cfg.qk_mn)
+    if tm != 128:
+        raise ConfigRejected(f"qk_mn[0] must be 128 (two math warpgroups of 64 query rows), got {tm}")
+    if tn != 128:
+        if not (64 <= tn <= 256 and tn % 16 == 0):
+            raise ConfigRejected(f"qk_mn[1] (keys per block) must be a multiple of 16 in 64..256, got {tn}")
+        if causal:
+            raise ConfigRejected(
+                f"causal attention needs square tiles, qk_mn=(128, 128) (only the diagonal block is "
+                f"masked), got {(tm, tn)}")
+        if head_dim is not None and tn // 2 + tn // 4 + head_dim // 2 > LOCKED_REGS_MAX:
+            raise ConfigRejected(
+                f"qk_mn={(tm, tn)} at head dim {head_dim} locks {tn // 2 + tn // 4 + head_dim // 2} "
+                f"registers per thread in S, P and O, over the {LOCKED_REGS_MAX} the overlapped loop can spare")
     if cfg.num_stages not in (2, 3):
         raise ConfigRejected(f"num_stages must be 2 or 3, got {cfg.num_stages}")
     if cfg.cluster_size_m != 1:
         raise ConfigRejected(
             f"cluster_size_m must be 1 (K/V multicast across query tiles is not built), "
             f"got {cfg.cluster_size_m}")
-    if not isinstance(cfg.intra_wg_overlap, bool) or not isinstance(cfg.pingpong, bool):
-        raise ConfigRejected("intra_wg_overlap and pingpong must be true or false")
+    if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q)):
+        raise ConfigRejected("intra_wg_overlap, pingpong and o_reuses_q must be true or false")
     if head_dim is not None:
         if head_dim not in HEAD_DIMS:
             raise ConfigRejected(f"head dim must be one of {HEAD_DIMS}, got {head_dim}")
@@ -124,8 +146,9 @@ def validate(cfg: FlashSM90, head_dim: int | None = None) -> None:
         if need > SMEM_CAPACITY:
             raise ConfigRejected(
                 f"num_stages={cfg.num_stages} at head dim {head_dim} needs {need} bytes of shared "
-                f"memory (Q, {cfg.num_stages} K and V stages, an O buffer of its own), the limit "
-                f"is {SMEM_CAPACITY}")
+                f"memory (Q, {cfg.num_stages} K and V stages"
+                f"{'' if cfg.o_reuses_q else ', an O buffer of its own (o_reuses_q=true saves it)'}), "
+                f"the limit is {SMEM_CAPACITY}")
 
 
 def check_shape(shape, dtype: str) -> tuple[int, int, int, int, bool]:
@@ -262,7 +285,7 @@ def _kernel_class():
         """One compiled variant: (config, dtype, head dim, causal). B, H, S stay dynamic."""
 
         def __init__(self, cfg: FlashSM90, dtype: str, head_dim: int, causal: bool):
-            validate(cfg, head_dim)
+            validate(cfg, head_dim, causal)
             self.cfg = cfg
             self.dtype = _cutlass_dtype(dtype)
             self.head_dim = head_dim
@@ -321,15 +344,28 @@ def _kernel_class():
             num_work = m_blocks * heads * batch
             ctas = cutlass.max(cutlass.min(num_work, max_ctas), 1)
 
-            @cute.struct
-            class Storage:
-                barriers: cute.struct.MemRange[cutlass.Int64, 4 * self.stages + 2]
-                sQ: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sQ_layout)], 1024]
-                sK: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sK_layout)], 1024]
-                sV: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sV_layout)], 1024]
-                sO: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sO_layout)], 1024]
+            if cutlass.const_expr(self.cfg.o_reuses_q):
+                # O's staging buffers must fit in Q's: true for every head dim (tile_m x D each).
+                assert cute.cosize(sO_layout) <= cute.cosize(sQ_layout), "O staging larger than Q"
 
-            self.storage = Storage
+                @cute.struct
+                class SharedQO:
+                    barriers: cute.struct.MemRange[cutlass.Int64, 4 * self.stages + 2]
+                    sQ: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sQ_layout)], 1024]
+                    sK: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sK_layout)], 1024]
+                    sV: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sV_layout)], 1024]
+
+                self.storage = SharedQO
+            else:
+                @cute.struct
+                class Storage:
+                    barriers: cute.struct.MemRange[cutlass.Int64, 4 * self.stages + 2]
+                    sQ: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sQ_layout)], 1024]
+                    sK: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sK_layout)], 1024]
+                    sV: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sV_layout)], 1024]
+                    sO: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sO_layout)], 1024]
+
+                self.storage = Storage
             self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv,
                         sQ_layout, sK_layout, sV_layout, sO_layout, seqlen, heads, m_blocks, num_work,
                         scale_log2).launch(
@@ -371,14 +407,19 @@ def _kernel_class():
             if warp_idx == 0:
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_init(q_full, 1)
-                    cute.arch.mbarrier_init(q_empty, math_warps)
+                    # Q is free when every math warp is past its last Q K^T, or, when O is
+                    # staged in Q's buffer, when the store warp has seen O's stores read it.
+                    cute.arch.mbarrier_init(q_empty, 1 if self.cfg.o_reuses_q else math_warps)
                 cute.arch.mbarrier_init_fence()
             cute.arch.sync_threads()
 
             sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
             sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)
             sV = storage.sV.get_tensor(sV_layout.outer, swizzle=sV_layout.inner)
-            sO = storage.sO.get_tensor(sO_layout.outer, swizzle=sO_layout.inner)
+            if cutlass.const_expr(self.cfg.o_reuses_q):
+                sO = storage.sQ.get_tensor(sO_layout.outer, swizzle=sO_layout.inner)
+            else:
+                sO = storage.sO.get_tensor(sO_layout.outer, swizzle=sO_layout.inner)
 
             if warp_idx < 4:
                 cute.arch.setmaxregister_decrease(PRODUCER_REGS)
@@ -560,7 +601,8 @@ def _kernel_class():
                         v_stage = stage
                         stage, phase = self.advance(stage, phase)
                     # Every Q K^T of this tile is done: Q's buffer can take the next tile.
-                    self.release_q(q_empty, signals)
+                    if cutlass.const_expr(not self.cfg.o_reuses_q):
+                        self.release_q(q_empty, signals)
                     v_ring.consumer_wait(v_stage, self.prev_phase(stage, phase))
                     self.turn_wait(wg)
                     self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, n_blocks > 1)
@@ -589,12 +631,22 @@ def _kernel_class():
                         cute.nvgpu.warpgroup.wait_group(0)
                         v_ring.consumer_release(stage, signals, 0)
                         stage, phase = self.advance(stage, phase)
-                    self.release_q(q_empty, signals)
+                    if cutlass.const_expr(not self.cfg.o_reuses_q):
+                        self.release_q(q_empty, signals)
                     self.turn_pass(wg)
 
                 self.finalize(acc_o, row_sum)
                 gO = cute.local_tile(tO[(None, None, head, batch)], (tm, D), (m_block, 0))
+                if cutlass.const_expr(self.cfg.o_reuses_q):
+                    # O's subtiles span both warpgroups' rows of Q: neither may write before the
+                    # other's last Q K^T has read Q.
+                    cute.arch.barrier(barrier_id=Q_READ_BARRIER, number_of_threads=self.math_threads)
                 self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx)
+                if cutlass.const_expr(self.cfg.o_reuses_q):
+                    if warp_idx == self.epilogue.store_warp:
+                        # The buffer is Q's again once O's stores have read it.
+                        cute.arch.cp_async_bulk_wait_group(0, read=True)
+                        self.release_q(q_empty, signals)
                 work += work_stride
             self.epilogue.drain(warp_idx)
 
@@ -797,7 +849,7 @@ def compile_flash_attn(config: dict[str, Any] | FlashSM90 | None, shape: dict[st
     cfg = _config_of(config)
     shape = dict(shape or {"B": 1, "H": 1, "S": 128, "D": 128, "causal": 0})
     _, _, _, D, causal = check_shape(shape, dtype)
-    validate(cfg, D)
+    validate(cfg, D, causal)
     compiled = _compiled(cfg, dtype, D, causal, False)
     cubin, ptx = cute_build.artifacts(compiled)
     sass = disassemble_cubin(cubin) if cubin else None
@@ -844,7 +896,7 @@ def bind_flash_attn(cfg: FlashSM90, inputs) -> Callable[[], Any]:
     B, S, H, D = q.shape
     causal = bool(inputs.get("causal", False))
     check_shape({"B": B, "H": H, "S": S, "D": D}, dtype)
-    validate(cfg, D)
+    validate(cfg, D, causal)
     scale = inputs.get("softmax_scale")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     import cutlass

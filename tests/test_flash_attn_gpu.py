@@ -24,6 +24,7 @@ NO_OVERLAP = {"intra_wg_overlap": False}
 NO_PINGPONG = {"pingpong": False}
 PLAIN = {"intra_wg_overlap": False, "pingpong": False}
 THREE_STAGES = {"num_stages": 3}
+REUSE_THREE_STAGES = {"num_stages": 3, "o_reuses_q": True}    # 3 stages at D=128 need it
 
 
 def run(config, B, H, S, D, causal, dtype="bfloat16", seed=0):
@@ -76,6 +77,17 @@ def test_default_config(B, H, S, D, causal):
     check(DEFAULT, B, H, S, D, causal)
 
 
+@pytest.mark.parametrize("config,B,H,S,D", [
+    ({"qk_mn": (128, 192)}, 2, 8, 2048, 64),     # 2048 keys: 10 full blocks and one of 128
+    ({"qk_mn": (128, 192)}, 3, 5, 1000, 64),     # odd length, keys past S in the last block
+    ({"qk_mn": (128, 192)}, 1, 2, 129, 64),
+    ({"qk_mn": (128, 192), "num_stages": 3}, 2, 3, 1111, 64),
+    ({"qk_mn": (128, 160)}, 2, 3, 1000, 128),
+], ids=["192-2048", "192-1000", "192-129", "192-3stages", "160-d128"])
+def test_wide_key_blocks(config, B, H, S, D):
+    check(config, B, H, S, D, False)
+
+
 def test_float16():
     check(DEFAULT, 2, 3, 999, 128, True, dtype="float16")
 
@@ -92,12 +104,35 @@ def test_three_stages_repeated_launches():
     check(THREE_STAGES, 2, 8, 2048, 64, True, seed=1)
 
 
+@pytest.mark.parametrize("config,B,H,S,D,causal", [
+    ({"o_reuses_q": True}, 3, 5, 1000, 64, False),
+    ({"o_reuses_q": True, "intra_wg_overlap": False, "pingpong": False}, 4, 8, 1111, 128, True),
+    ({"o_reuses_q": True, "qk_mn": (128, 176)}, 2, 3, 1000, 128, False),
+], ids=["d64", "plain-causal", "176-d128"])
+def test_o_staged_in_q_buffer(config, B, H, S, D, causal):
+    check(config, B, H, S, D, causal)
+
+
+def test_o_in_q_buffer_three_stages_repeated_launches():
+    """O staged over Q with 3 stages at D=128, persistent CTAs with several tiles each: the next
+    tile's Q must not land before O's stores have read the buffer; 50 launches, same bits."""
+    inputs, launch = check(REUSE_THREE_STAGES, 4, 8, 1111, 128, True)
+    first = inputs["out"].clone()
+    for _ in range(50):
+        inputs["out"].fill_(float("nan"))
+        launch()
+    torch.cuda.synchronize()
+    assert torch.equal(inputs["out"], first)
+    check(REUSE_THREE_STAGES, 2, 16, 4096, 128, False, seed=2)
+
+
 _UNDER_NCU = """
 import os, sys, torch
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 from kernelscope.kernels import flash_attn as fa
-inputs = fa.make_inputs({"B": 4, "H": 8, "S": 1111, "D": 64, "causal": 1}, "bfloat16", seed=3)
-fa.bind_flash_attn(fa.FlashSM90(num_stages=3), inputs)()
+D, reuse = int(sys.argv[1]), sys.argv[2] == "1"
+inputs = fa.make_inputs({"B": 4, "H": 8, "S": 1111, "D": D, "causal": 1}, "bfloat16", seed=3)
+fa.bind_flash_attn(fa.FlashSM90(num_stages=3, o_reuses_q=reuse), inputs)()
 torch.cuda.synchronize()
 ref = fa.reference_fp32(inputs)
 err = (inputs["out"].float() - ref).abs().max().item()
@@ -107,8 +142,9 @@ sys.exit(0 if torch.isfinite(inputs["out"]).all() and err <= 2 * err_torch else 
 """
 
 
-def test_three_stages_under_ncu():
-    """The same variant profiled by Nsight Compute (replayed once per pass, clocks left alone)
+@pytest.mark.parametrize("D,reuse", [(64, False), (128, True)], ids=["d64", "d128-o-in-q"])
+def test_three_stages_under_ncu(D, reuse):
+    """The same variants profiled by Nsight Compute (replayed once per pass, clocks left alone)
     still computes the right answer."""
     import shutil
     import subprocess
@@ -118,7 +154,7 @@ def test_three_stages_under_ncu():
     if ncu is None:
         pytest.skip("ncu is not installed")
     r = subprocess.run([ncu, "--clock-control", "none", "-k", "regex:FlashAttention", "--launch-count", "1",
-                        "--section", "SpeedOfLight", sys.executable, "-c", _UNDER_NCU],
+                        "--section", "SpeedOfLight", sys.executable, "-c", _UNDER_NCU, str(D), str(int(reuse))],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "under ncu: max error" in r.stdout

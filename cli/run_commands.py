@@ -150,11 +150,11 @@ def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, shapes, dtype, configs, multi=False)
     ref = _reference_name(spec, vs)
     _require_gpu("run")
-    config = {**spec.default_config, **overrides}
     console = make_console()
     results = []
     failed = False
     for shape in shape_list:
+        config = spec.config_for(shape, dtype, overrides)
         result = measure.run_target(spec, ref, shape, dtype, config, seed=seed, arch=arch, rep_ms=rep_ms,
                                     flush_l2=not no_flush, peaks=not no_peaks)
         db = _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) if do_bench else None
@@ -241,7 +241,7 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, s
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, multi=False)
     ref = _reference_name(spec, vs)
     _require_gpu("profile")
-    config = {**spec.default_config, **overrides}
+    config = spec.config_for(shape_list[0], dtype, overrides)
     report_path = output or _default_report_path(spec.name, ref)
     section_set = _section_set(sets)
     console = make_console()

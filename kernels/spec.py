@@ -75,6 +75,14 @@ class KernelSpec:
     torch_reference: Callable[[Inputs], Any] | None = None
     # Name of the output in make_inputs' mapping that launch writes (and returns).
     output: str = "out"
+    # Per-shape choice over default_config (shape, dtype) -> partial config, when the fastest
+    # config depends on the shape; `run` and `profile` apply it before the user's --config.
+    shape_config: Callable[[Shape, str], Config] | None = None
+
+    def config_for(self, shape: Shape, dtype: str, overrides: Config | None = None) -> Config:
+        """default_config, then the per-shape choice, then the caller's overrides."""
+        tuned = self.shape_config(shape, dtype) if self.shape_config is not None else {}
+        return {**self.default_config, **tuned, **(overrides or {})}
 
 
 def find_nvdisasm() -> str | None:

@@ -376,7 +376,7 @@ def _measure_case(case: Case, suite: Suite, record: dict[str, Any]) -> None:
 
     spec = registry.resolve(case.target)
     shape = {**record["shape"]}
-    config = {**spec.default_config, **case.config}
+    config = spec.config_for(shape, record["dtype"], case.config)
     measure.check_config_keys(spec, config)
     measure.validate_dtype(spec, record["dtype"])
     inputs = spec.make_inputs(shape, record["dtype"], case.seed, "cuda")
@@ -409,7 +409,7 @@ def _profile_case(case: Case, suite: Suite, record: dict[str, Any], keep_dir: st
     from kernelscope.profiler.worker import TARGET_RANGE
 
     spec = registry.resolve(case.target)
-    config = {**spec.default_config, **case.config}
+    config = spec.config_for(record["shape"], record["dtype"], case.config)
     folder = keep_dir or tempfile.mkdtemp(prefix="kernelscope-baseline-")
     os.makedirs(folder, exist_ok=True)
     report_path = os.path.join(folder, re.sub(r"[^A-Za-z0-9_.+-]", "_", case.id) + ".ncu-rep")

@@ -684,12 +684,12 @@ def _resolve_request(spec, config_overrides: Mapping[str, Any], shape_overrides:
     unknown = sorted(set(config_overrides) - known)
     if unknown and known:
         raise UserError(f"{spec.name}: unknown config key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    config = {**spec.default_config, **config_overrides}
     base_shape = dict(spec.default_shapes[0]) if spec.default_shapes else {}
     unknown = sorted(set(shape_overrides) - set(base_shape))
     if unknown and base_shape:
         raise UserError(f"{spec.name}: unknown shape dimension {', '.join(unknown)} (known: {', '.join(base_shape)})")
-    return config, {**base_shape, **shape_overrides}, dtype
+    shape = {**base_shape, **shape_overrides}
+    return spec.config_for(shape, dtype, config_overrides), shape, dtype
 
 
 def _describe_source(target: str, arch: str, dtype: str, config: Mapping[str, Any], shape: Mapping[str, int]) -> str:

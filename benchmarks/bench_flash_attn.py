@@ -30,7 +30,7 @@ def _parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", help="write the results as JSON here")
     p.add_argument("--shapes", help="subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
-    p.add_argument("--config", help="JSON config (default: FlashSM90())")
+    p.add_argument("--config", help="JSON config for every shape (default: the spec's config for the shape, flash_attn.tuned_config)")
     p.add_argument("--refs", default=",".join(REFERENCES), help="references to time")
     p.add_argument("--also", help="JSON list of further configs, timed on the causal shapes "
                                   "(all shapes with --also-all)")
@@ -95,7 +95,7 @@ def main(argv=None):
     rows = []
     for shape in _shapes(args.shapes):
         inputs = fa.make_inputs(shape, "bfloat16", seed=shape["S"] + shape["H"])
-        cfg = fixed or fa.FlashSM90()
+        cfg = fixed or fa.FlashSM90.from_mapping(fa.FLASH_ATTN_SPEC.config_for(shape, "bfloat16"))
         t0 = time.time()
         run = fa.bind_flash_attn(cfg, inputs)
         run()

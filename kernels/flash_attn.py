@@ -5,7 +5,7 @@ accumulation. Tensors are (B, S, H, D) ("bshd", as flash-attn lays them out); D 
 any B, H and S (S not a multiple of the tile is masked); causal or not (queries and keys share S).
 
 CTA = 1 producer warpgroup + 2 math warpgroups, one Q tile of 128 rows (64 per math warpgroup)
-against K/V tiles of 128 rows.
+against K/V blocks of 128 rows (or qk_mn[1], see below).
 - Producer: warp 0 walks the persistent schedule (work = (query tile, head, batch), the query
   tiles of one head in a row so that its K and V stay in L2; causal: longest tiles first) and
   issues TMA loads. Q has its own full/empty mbarrier pair: the math warps release it after the
@@ -24,8 +24,12 @@ against K/V tiles of 128 rows.
   back to back, and runs the softmax of j+1 while P V runs.
 - pingpong: the two math warpgroups take turns issuing their WGMMAs (named barriers 2 and 3),
   so one warpgroup's softmax overlaps the other's matrix products.
-- Epilogue: O / rowsum -> 16 bits -> stmatrix into a shared buffer of its own (never Q's) ->
-  TMA store (kernels/sm90_epilogue.py); TMA clips rows past S.
+- Epilogue: O / rowsum -> 16 bits -> stmatrix into a shared buffer of its own -> TMA store
+  (kernels/sm90_epilogue.py); TMA clips rows past S. With o_reuses_q the buffer is Q's: the
+  math warpgroups meet after their last Q K^T, and Q goes back to the producer once O's stores
+  have read it.
+- Key blocks: 128 wide (square tiles, any case) or, without the causal mask, any multiple of 16
+  up to 256 within the register budget; tuned_config picks per shape.
 """
 
 # No `from __future__ import annotations`: the DSL evaluates kernel annotations at compile time.

@@ -4,7 +4,8 @@ O = softmax(Q K^T * scale) V per (batch, head), bf16 or fp16 in and out, fp32 so
 accumulation. Tensors are (B, S, H, D) ("bshd", as flash-attn lays them out); D is 64 or 128;
 any B, H and S (S not a multiple of the tile is masked); causal or not (queries and keys share S).
 
-CTA = 1 producer warpgroup + 2 math warpgroups, one Q tile of 128 rows (64 per math warpgroup)
+CTA = 1 producer warpgroup + 2 math warpgroups (3 with qk_mn (192, N)), one Q tile of 64 rows per
+math warpgroup
 against K/V blocks of 128 rows (or qk_mn[1], see below).
 - Producer: warp 0 walks the persistent schedule (work = (query tile, head, batch), the query
   tiles of one head in a row so that its K and V stay in L2; causal: longest tiles first) and
@@ -47,9 +48,9 @@ SMEM_CAPACITY = 232448      # bytes of shared memory a block may use on sm_90
 SMEM_RESERVED = 1024        # barrier words and alignment slack
 DTYPES = ("bfloat16", "float16")
 HEAD_DIMS = (64, 128)
-MATH_WGS = 2
-PRODUCER_REGS = 24
-MATH_REGS = 240
+# Math warpgroups (64 query rows each) -> (producer, math) registers per thread after
+# setmaxnreg: 128 x producer + 128 x math_wgs x math <= 65536.
+REGISTER_SPLIT = {2: (24, 240), 3: (32, 160)}
 EPI_N = 32                  # epilogue subtile width (columns of O)
 H100_SMS = 132
 LOG2E = 1.4426950408889634
@@ -59,10 +60,11 @@ LOG2E = 1.4426950408889634
 FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
 
 # Named barriers: 0 is __syncthreads, 1 the epilogue's (kernels/sm90_epilogue.py); the
-# ping-pong turn of math warpgroup w is 2 + w.
+# ping-pong turn of math warpgroup w is 2 + w (a ring: w hands the turn to w + 1).
 PINGPONG_BARRIER_BASE = 2
-# With o_reuses_q: both math warpgroups are past their last Q K^T before O is staged over Q.
-Q_READ_BARRIER = 4
+PINGPONG_THREADS = 256      # the warpgroup waiting for its turn and the one handing it over
+# With o_reuses_q: every math warpgroup is past its last Q K^T before O is staged over Q.
+Q_READ_BARRIER = 5
 
 
 @dataclass(frozen=True)
@@ -114,16 +116,31 @@ def epi_stages(head_dim: int) -> int:
 
 
 # Registers a math thread may lock in WGMMA fragments at once in the overlapped loop (S, P and
-# O: tn/2 + tn/4 + D/2 of the 240), leaving the softmax and the loop its working set.
-LOCKED_REGS_MAX = 208
+# O: tn/2 + tn/4 + D/2), leaving the softmax and the loop ~32 of its setmaxnreg budget.
+LOCKED_REGS_MAX = {2: 208, 3: 128}
+
+
+def math_warpgroups(cfg: "FlashSM90") -> int:
+    return cfg.qk_mn[0] // 64
 
 
 def validate(cfg: FlashSM90, head_dim: int | None = None, causal: bool | None = None) -> None:
     """Raise ConfigRejected with the reason when the config (and head dim, causal flag) cannot
     be built."""
     tm, tn = tuple(cfg.qk_mn)
-    if tm != 128:
-        raise ConfigRejected(f"qk_mn[0] must be 128 (two math warpgroups of 64 query rows), got {tm}")
+    if tm not in (128, 192):
+        raise ConfigRejected(f"qk_mn[0] must be 128 or 192 (two or three math warpgroups of 64 query "
+                             f"rows), got {tm}")
+    if tm == 192 and causal:
+        raise ConfigRejected(
+            f"causal attention needs square tiles, qk_mn=(128, 128) (only the diagonal block is "
+            f"masked), got {(tm, tn)}")
+    wgs = tm // 64
+    if head_dim is not None and tn // 2 + tn // 4 + head_dim // 2 > LOCKED_REGS_MAX[wgs]:
+        raise ConfigRejected(
+            f"qk_mn={(tm, tn)} at head dim {head_dim} locks {tn // 2 + tn // 4 + head_dim // 2} "
+            f"registers per thread in S, P and O, over the {LOCKED_REGS_MAX[wgs]} that {wgs} math "
+            f"warpgroups ({REGISTER_SPLIT[wgs][1]} registers each) can spare")
     if tn != 128:
         if not (64 <= tn <= 256 and tn % 16 == 0):
             raise ConfigRejected(f"qk_mn[1] (keys per block) must be a multiple of 16 in 64..256, got {tn}")
@@ -131,10 +148,6 @@ def validate(cfg: FlashSM90, head_dim: int | None = None, causal: bool | None = 
             raise ConfigRejected(
                 f"causal attention needs square tiles, qk_mn=(128, 128) (only the diagonal block is "
                 f"masked), got {(tm, tn)}")
-        if head_dim is not None and tn // 2 + tn // 4 + head_dim // 2 > LOCKED_REGS_MAX:
-            raise ConfigRejected(
-                f"qk_mn={(tm, tn)} at head dim {head_dim} locks {tn // 2 + tn // 4 + head_dim // 2} "
-                f"registers per thread in S, P and O, over the {LOCKED_REGS_MAX} the overlapped loop can spare")
     if cfg.num_stages not in (2, 3):
         raise ConfigRejected(f"num_stages must be 2 or 3, got {cfg.num_stages}")
     if cfg.cluster_size_m != 1:
@@ -296,7 +309,8 @@ def _kernel_class():
             self.causal = causal
             self.tile_m, self.tile_n = cfg.qk_mn
             self.stages = cfg.num_stages
-            self.math_threads = 128 * MATH_WGS
+            self.math_wgs = math_warpgroups(cfg)
+            self.math_threads = 128 * self.math_wgs
             self.threads = 128 + self.math_threads
             self.epilogue = TmaStoreEpilogue(
                 self.dtype, (self.tile_m, head_dim), EPI_N, epi_stages(head_dim),
@@ -317,10 +331,10 @@ def _kernel_class():
             K_MAJOR = warpgroup.OperandMajorMode.K
             tiled_mma_qk = sm90_utils.make_trivial_tiled_mma(
                 self.dtype, self.dtype, K_MAJOR, K_MAJOR, cutlass.Float32,
-                (MATH_WGS, 1, 1), tiler_mn=(64, tn))
+                (self.math_wgs, 1, 1), tiler_mn=(64, tn))
             tiled_mma_pv = sm90_utils.make_trivial_tiled_mma(
                 self.dtype, self.dtype, K_MAJOR, warpgroup.OperandMajorMode.MN, cutlass.Float32,
-                (MATH_WGS, 1, 1), tiler_mn=(64, D), a_source=warpgroup.OperandSource.RMEM)
+                (self.math_wgs, 1, 1), tiler_mn=(64, D), a_source=warpgroup.OperandSource.RMEM)
             tv_p = tiled_mma_pv.tv_layout_A_tiled
             maps = FRAGMENT_ROW_MAPS[(self.dtype.width, D)] = check_fragments(
                 tiled_mma_qk.tv_layout_C_tiled, tiled_mma_pv.tv_layout_C_tiled, tv_p,
@@ -426,13 +440,13 @@ def _kernel_class():
                 sO = storage.sO.get_tensor(sO_layout.outer, swizzle=sO_layout.inner)
 
             if warp_idx < 4:
-                cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+                cute.arch.setmaxregister_decrease(REGISTER_SPLIT[self.math_wgs][0])
                 if warp_idx == 0:
                     self.produce(tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring,
                                  q_full, q_empty, q_bytes, seqlen, heads, m_blocks, num_work,
                                  first_work, work_stride)
             else:
-                cute.arch.setmaxregister_increase(MATH_REGS)
+                cute.arch.setmaxregister_increase(REGISTER_SPLIT[self.math_wgs][1])
                 self.consume(tiled_mma_qk, tiled_mma_pv, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                              q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work,
                              work_stride, scale_log2, tidx - 128, warp_idx)
@@ -557,7 +571,7 @@ def _kernel_class():
                 # The first warpgroup takes the first turn.
                 if wg == 0:
                     cute.arch.barrier_arrive(barrier_id=PINGPONG_BARRIER_BASE,
-                                             number_of_threads=self.math_threads)
+                                             number_of_threads=PINGPONG_THREADS)
 
             stage = cutlass.Int32(0)
             phase = cutlass.Int32(0)
@@ -676,20 +690,25 @@ def _kernel_class():
             branch per warpgroup: a run-time id costs registers across the in-flight WGMMAs)."""
             if cutlass.const_expr(self.cfg.pingpong):
                 if wg == 0:
-                    cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE, number_of_threads=self.math_threads)
+                    cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE, number_of_threads=PINGPONG_THREADS)
+                elif wg == 1:
+                    cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE + 1, number_of_threads=PINGPONG_THREADS)
                 else:
-                    cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE + 1, number_of_threads=self.math_threads)
+                    cute.arch.barrier(barrier_id=PINGPONG_BARRIER_BASE + 2, number_of_threads=PINGPONG_THREADS)
 
         @cute.jit
         def turn_pass(self, wg):
-            """Hand the turn to the other math warpgroup."""
+            """Hand the turn to the next math warpgroup of the ring."""
             if cutlass.const_expr(self.cfg.pingpong):
                 if wg == 0:
                     cute.arch.barrier_arrive(barrier_id=PINGPONG_BARRIER_BASE + 1,
-                                             number_of_threads=self.math_threads)
-                else:
+                                             number_of_threads=PINGPONG_THREADS)
+                elif wg == self.math_wgs - 1:
                     cute.arch.barrier_arrive(barrier_id=PINGPONG_BARRIER_BASE,
-                                             number_of_threads=self.math_threads)
+                                             number_of_threads=PINGPONG_THREADS)
+                else:
+                    cute.arch.barrier_arrive(barrier_id=PINGPONG_BARRIER_BASE + 2,
+                                             number_of_threads=PINGPONG_THREADS)
 
         def mma_qk(self, tiled_mma, acc_s, tSrQ, tSrK, stage, k_blocks):
             """S = Q K^T, one commit group. A fresh atom per call: its ACCUMULATE field changes
@@ -928,12 +947,14 @@ def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
     (benchmarks/results/flash_attn-h200*.json): without the causal mask, wider key blocks cut
     the per-block softmax and barrier work per score: at D=128 (128, 160) is 2-3% faster than
     (128, 128) (wider still needs O in Q's buffer, whose later Q load costs more than it
-    gains), at D=64 (128, 192) with 3 stages ~1%. Causal keeps square tiles (the mask needs them)."""
+    gains). At D=64 three math warpgroups, (192, 128): 1.7% faster than (128, 192) with 3 stages,
+    which was ~1% faster than (128, 128); the exponentials cost as much as the matrix products
+    there, and more warps interleave them better. Causal keeps square tiles (the mask needs them)."""
     if int(shape.get("causal", 0)):
         return {}
     if int(shape["D"]) == 128:
         return {"qk_mn": (128, 160)}
-    return {"qk_mn": (128, 192), "num_stages": 3}
+    return {"qk_mn": (192, 128)}
 
 
 def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda"):

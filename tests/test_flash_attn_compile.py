@@ -28,6 +28,7 @@ VARIANTS = [
     ({"intra_wg_overlap": False}, 128, 1, "bfloat16"),
     ({"intra_wg_overlap": False, "pingpong": False, "num_stages": 3}, 64, 0, "bfloat16"),
     ({"num_stages": 3, "o_reuses_q": True}, 128, 1, "bfloat16"),   # O staged in Q's buffer
+    ({"qk_mn": (192, 128)}, 64, 0, "bfloat16"),                      # three math warpgroups
 ]
 
 
@@ -133,6 +134,16 @@ def test_bad_configs_are_refused(config, D, why):
     if why:
         assert why in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_three_math_warpgroups_limits():
+    with pytest.raises(ConfigRejected, match="square tiles"):
+        fa.validate(fa.FlashSM90(qk_mn=(192, 128)), 64, causal=True)
+    with pytest.raises(ConfigRejected, match="160 registers each"):
+        fa.validate(fa.FlashSM90(qk_mn=(192, 128)), 128, causal=False)
+    with pytest.raises(ConfigRejected, match="128 or 192"):
+        fa.validate(fa.FlashSM90(qk_mn=(256, 128)), 64, causal=False)
+    assert fa.math_warpgroups(fa.FlashSM90(qk_mn=(192, 128))) == 3
 
 
 def test_wide_key_blocks_refused_when_causal():

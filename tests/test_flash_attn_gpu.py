@@ -88,6 +88,29 @@ def test_wide_key_blocks(config, B, H, S, D):
     check(config, B, H, S, D, False)
 
 
+@pytest.mark.parametrize("config,B,H,S", [
+    ({"qk_mn": (192, 128)}, 2, 8, 2048),          # 11 query tiles of 192 per head, the last partial
+    ({"qk_mn": (192, 128)}, 3, 5, 1000),
+    ({"qk_mn": (192, 128)}, 1, 2, 129),
+    ({"qk_mn": (192, 128), "pingpong": False, "o_reuses_q": True}, 2, 3, 1111),
+    ({"qk_mn": (192, 128), "intra_wg_overlap": False}, 2, 3, 777),
+], ids=["2048", "1000", "129", "no-pingpong-o-in-q", "no-overlap"])
+def test_three_math_warpgroups(config, B, H, S):
+    check(config, B, H, S, 64, False)
+
+
+def test_three_math_warpgroups_three_stages_repeated_launches():
+    cfg = {"qk_mn": (192, 128), "num_stages": 3}
+    inputs, launch = check(cfg, 4, 8, 1111, 64, False)
+    first = inputs["out"].clone()
+    for _ in range(50):
+        inputs["out"].fill_(float("nan"))
+        launch()
+    torch.cuda.synchronize()
+    assert torch.equal(inputs["out"], first)
+    check(cfg, 2, 8, 4096, 64, False, dtype="float16", seed=1)
+
+
 def test_float16():
     check(DEFAULT, 2, 3, 999, 128, True, dtype="float16")
 

@@ -70,20 +70,28 @@ def _attention_operands(inputs: Inputs, want: str):
     return q, k, v, bool(inputs.get("causal", False)), inputs.get("softmax_scale")
 
 
+def _in_input_layout(out, inputs: Inputs, produced: str):
+    """The output in the inputs' layout (a transposed view, no copy), so it compares with the
+    target's output and the fp32 reference element for element."""
+    return out if inputs.get("layout", "bshd") == produced else out.transpose(1, 2)
+
+
 def _make_sdpa(backend: str | None):
     def make(spec, inputs):
         import torch.nn.functional as F
 
         q, k, v, causal, scale = _attention_operands(inputs, "bhsd")
         if backend is None:
-            return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+            return lambda: _in_input_layout(
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale), inputs, "bhsd")
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         chosen = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[backend]
 
         def run():
             with sdpa_kernel(chosen):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+            return _in_input_layout(out, inputs, "bhsd")
 
         try:
             run()  # fail here, once, if the backend cannot take these inputs
@@ -97,7 +105,12 @@ def _make_fa4(spec, inputs):
     from flash_attn.cute import flash_attn_func
 
     q, k, v, causal, scale = _attention_operands(inputs, "bshd")
-    return lambda: flash_attn_func(q, k, v, softmax_scale=scale, causal=causal)
+
+    def run():
+        out = flash_attn_func(q, k, v, softmax_scale=scale, causal=causal)
+        out = out[0] if isinstance(out, tuple) else out      # (out, lse) in some versions
+        return _in_input_layout(out, inputs, "bshd")
+    return run
 
 
 def _rms_operands(inputs: Inputs):

@@ -318,7 +318,8 @@ def _kernel_class():
 
         @cute.jit
         def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor,
-                     scale_log2: cutlass.Float32, max_ctas: cutlass.Int32, stream):
+                     scale_log2: cutlass.Float32, max_ctas: cutlass.Int32, section_heads: cutlass.Int32,
+                     stream):
             D = self.head_dim
             tm, tn = self.tile_m, self.tile_n
             # (B, S, H, D) -> (S, D, H, B): rows and the contiguous head dim first, as TMA tiles them;
@@ -386,7 +387,7 @@ def _kernel_class():
                 self.storage = Storage
             self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv,
                         sQ_layout, sK_layout, sV_layout, sO_layout, seqlen, heads, m_blocks, num_work,
-                        scale_log2).launch(
+                        scale_log2, section_heads).launch(
                 grid=[ctas, 1, 1], block=[self.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
 
         @cute.kernel
@@ -396,7 +397,7 @@ def _kernel_class():
                    sQ_layout: cute.ComposedLayout, sK_layout: cute.ComposedLayout,
                    sV_layout: cute.ComposedLayout, sO_layout: cute.ComposedLayout,
                    seqlen: cutlass.Int32, heads: cutlass.Int32, m_blocks: cutlass.Int32,
-                   num_work: cutlass.Int32, scale_log2: cutlass.Float32):
+                   num_work: cutlass.Int32, scale_log2: cutlass.Float32, section_heads: cutlass.Int32):
             tidx, _, _ = cute.arch.thread_idx()
             warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
             first_work, _, _ = cute.arch.block_idx()
@@ -444,26 +445,51 @@ def _kernel_class():
                 if warp_idx == 0:
                     self.produce(tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring,
                                  q_full, q_empty, q_bytes, seqlen, heads, m_blocks, num_work,
-                                 first_work, work_stride)
+                                 first_work, work_stride, section_heads)
             else:
                 cute.arch.setmaxregister_increase(REGISTER_SPLIT[self.math_wgs][1])
                 self.consume(tiled_mma_qk, tiled_mma_pv, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                              q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work,
-                             work_stride, scale_log2, tidx - 128, warp_idx)
+                             work_stride, scale_log2, tidx - 128, warp_idx, section_heads)
 
         # -- schedule ---------------------------------------------------------------------------
         @cute.jit
-        def work_tile(self, work, heads, m_blocks):
-            """Work index -> (query tile, head, batch): the query tiles of one head in a row
-            (its K and V stay in L2); causal: the longest (last) query tiles first."""
-            bh = work // m_blocks
-            r = work - bh * m_blocks
-            m_block = r
-            if cutlass.const_expr(self.causal):
-                m_block = m_blocks - 1 - r
+        def work_tile(self, work, heads, m_blocks, num_work, section_heads):
+            """Work index -> (query tile, head, batch).
+            Not causal: the query tiles of one head in a row (its K and V stay in L2).
+            Causal (tiles of very different lengths): the (batch, head) pairs are cut into
+            sections of `section_heads` whose K and V fit in L2 together; inside a section the
+            tiles go longest first across its heads (tile rank major, head minor), which with the
+            snake assignment of `nth_work` balances the CTAs' work."""
+            m_block = work
+            bh = work
+            if cutlass.const_expr(not self.causal):
+                bh = work // m_blocks
+                m_block = work - bh * m_blocks
+            else:
+                pairs = num_work // m_blocks
+                per_section = section_heads * m_blocks
+                sec = work // per_section
+                first_bh = sec * section_heads
+                size = cutlass.min(section_heads, pairs - first_bh)
+                rem = work - sec * per_section
+                rank = rem // size
+                bh = first_bh + (rem - rank * size)
+                m_block = m_blocks - 1 - rank
             batch = bh // heads
             head = bh - batch * heads
             return m_block, head, batch
+
+        @cute.jit
+        def nth_work(self, wave, first_work, work_stride):
+            """This CTA's work in wave `wave` of the persistent grid. Causal: a snake (the order
+            of the CTAs reverses every wave), so a CTA that took one of the longest tiles of a
+            wave takes one of the shortest of the next."""
+            work = wave * work_stride + first_work
+            if cutlass.const_expr(self.causal):
+                if wave % 2 == 1:
+                    work = wave * work_stride + (work_stride - 1 - first_work)
+            return work
 
         @cute.jit
         def kv_blocks(self, m_block, seqlen):
@@ -476,14 +502,16 @@ def _kernel_class():
         # -- producer (warp 0) ------------------------------------------------------------------
         @cute.jit
         def produce(self, tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring, q_full,
-                    q_empty, q_bytes, seqlen, heads, m_blocks, num_work, first_work, work_stride):
+                    q_empty, q_bytes, seqlen, heads, m_blocks, num_work, first_work, work_stride,
+                    section_heads):
             D = self.head_dim
             stage = cutlass.Int32(0)
             phase = cutlass.Int32(1)
             q_phase = cutlass.Int32(1)
+            wave = cutlass.Int32(0)
             work = first_work
             while work < num_work:
-                m_block, head, batch = self.work_tile(work, heads, m_blocks)
+                m_block, head, batch = self.work_tile(work, heads, m_blocks, num_work, section_heads)
                 n_blocks = self.kv_blocks(m_block, seqlen)
                 gQ = cute.local_tile(tQ[(None, None, head, batch)], (self.tile_m, D), (None, 0))
                 gK = cute.local_tile(tK[(None, None, head, batch)], (self.tile_n, D), (None, 0))
@@ -523,7 +551,8 @@ def _kernel_class():
                     if stage == self.stages:
                         stage = cutlass.Int32(0)
                         phase ^= 1
-                work += work_stride
+                wave += 1
+                work = self.nth_work(wave, first_work, work_stride)
             k_ring.producer_drain(stage, phase)
             v_ring.producer_drain(stage, phase)
 
@@ -531,7 +560,7 @@ def _kernel_class():
         @cute.jit
         def consume(self, tiled_mma_qk, tiled_mma_pv, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                     q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work, work_stride,
-                    scale_log2, ctidx, warp_idx):
+                    scale_log2, ctidx, warp_idx, section_heads):
             D = self.head_dim
             tm, tn = self.tile_m, self.tile_n
             lane = cute.arch.lane_idx()
@@ -576,9 +605,10 @@ def _kernel_class():
             stage = cutlass.Int32(0)
             phase = cutlass.Int32(0)
             q_phase = cutlass.Int32(0)
+            wave = cutlass.Int32(0)
             work = first_work
             while work < num_work:
-                m_block, head, batch = self.work_tile(work, heads, m_blocks)
+                m_block, head, batch = self.work_tile(work, heads, m_blocks, num_work, section_heads)
                 n_blocks = self.kv_blocks(m_block, seqlen)
                 # O needs no zeroing: the tile's first P V overwrites it (ACCUMULATE off), so no
                 # registers hold zeros through the first block.
@@ -665,7 +695,8 @@ def _kernel_class():
                         # The buffer is Q's again once O's stores have read it.
                         cute.arch.cp_async_bulk_wait_group(0, read=True)
                         self.release_q(q_empty, signals)
-                work += work_stride
+                wave += 1
+                work = self.nth_work(wave, first_work, work_stride)
             self.epilogue.drain(warp_idx)
 
         # -- pieces of the math loop ------------------------------------------------------------
@@ -854,7 +885,7 @@ def _compiled(cfg: FlashSM90, dtype: str, head_dim: int, causal: bool, use_gpu_t
         stream = _fake_stream()
     # Kept artifacts go to a scratch folder, never into the working directory.
     dump_dir = tempfile.mkdtemp(prefix="kernelscope-flash-")
-    return cute.compile(kernel, *args, cutlass.Float32(1.0), 1, stream,
+    return cute.compile(kernel, *args, cutlass.Float32(1.0), 1, 1, stream,
                         options=f"--keep-cubin --keep-ptx --dump-dir={dump_dir}")
 
 
@@ -900,6 +931,26 @@ def max_ctas() -> int:
     return H100_SMS
 
 
+def l2_bytes() -> int:
+    """L2 cache of the current GPU (50 MiB, the H100/H200 size, when it cannot be read)."""
+    try:
+        import torch
+        if torch.cuda.is_available():
+            return int(torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size)
+    except Exception:  # noqa: BLE001 - fall back to the Hopper size
+        pass
+    return 50 * 1024 * 1024
+
+
+def section_heads(seqlen: int, head_dim: int, elem_bytes: int, pairs: int, l2: int | None = None) -> int:
+    """(batch, head) pairs per section of the causal schedule: as many as have their K and V in
+    half of L2 together (the other half for Q, O and what the other sections leave), at least
+    one, at most all."""
+    kv_per_pair = 2 * seqlen * head_dim * elem_bytes
+    budget = (l2 if l2 is not None else l2_bytes()) // 2
+    return max(1, min(pairs, budget // max(kv_per_pair, 1)))
+
+
 def bind_flash_attn(cfg: FlashSM90, inputs) -> Callable[[], Any]:
     """Zero-argument launcher for inputs {q, k, v, out: (B, S, H, D), causal, softmax_scale}
     (GPU only). Compiled once per variant; operands converted here, once."""
@@ -925,7 +976,7 @@ def bind_flash_attn(cfg: FlashSM90, inputs) -> Callable[[], Any]:
     import cutlass
     compiled = _compiled(cfg, dtype, D, causal, True)
     args = (_to_cute(q), _to_cute(k), _to_cute(v), _to_cute(out), cutlass.Float32(scale * LOG2E),
-            max_ctas(), _current_stream())
+            max_ctas(), section_heads(S, D, q.element_size(), B * H), _current_stream())
     return lambda: compiled(*args)
 
 

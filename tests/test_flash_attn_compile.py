@@ -146,6 +146,14 @@ def test_three_math_warpgroups_limits():
     assert fa.math_warpgroups(fa.FlashSM90(qk_mn=(192, 128))) == 3
 
 
+def test_causal_sections_fit_half_of_l2():
+    l2 = 50 * 1024 * 1024
+    assert fa.section_heads(8192, 128, 2, 64, l2) == 6           # 4 MiB of K and V per pair
+    assert fa.section_heads(4096, 128, 2, 8, l2) == 8            # all pairs fit: one section
+    assert fa.section_heads(1 << 20, 128, 2, 4, l2) == 1         # at least one pair
+    assert fa.section_heads(128, 64, 2, 3, l2) == 3              # at most all pairs
+
+
 def test_wide_key_blocks_refused_when_causal():
     with pytest.raises(ConfigRejected, match="square tiles"):
         fa.compile_flash_attn({"qk_mn": (128, 192)}, {"B": 1, "H": 1, "S": 128, "D": 64, "causal": 1})

@@ -111,6 +111,16 @@ def test_three_math_warpgroups_three_stages_repeated_launches():
     check(cfg, 2, 8, 4096, 64, False, dtype="float16", seed=1)
 
 
+@pytest.mark.parametrize("B,H,S,D", [
+    (2, 16, 4096, 128),     # 12 (batch, head) pairs per section: sections of 12, 12 and 8
+    (1, 8, 4096, 128),      # one section, 256 tiles on the persistent grid: snake waves
+    (3, 7, 2500, 64),       # odd pairs and tiles
+])
+def test_causal_schedule_sections(B, H, S, D):
+    assert fa.section_heads(S, D, 2, B * H) >= 1
+    check(DEFAULT, B, H, S, D, True)
+
+
 def test_float16():
     check(DEFAULT, 2, 3, 999, 128, True, dtype="float16")
 

@@ -405,43 +405,14 @@ def _kernel_class():
                 acc.fill(0.0)
                 sumsq.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                prev_stage = stage
-                if cutlass.const_expr(self.cfg.a_buffers == 2):
-                    k = cutlass.Int32(0)
-                    while k < k_tiles:
-                        stage, phase, prev_stage = self.k_tile(
-                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
-                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
-                            rows_per_thread)
-                        if k + 1 < k_tiles:
-                            stage, phase, prev_stage = self.k_tile(
-                                tiled_mma, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
-                                stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
-                                rows_per_thread)
-                        k += 2
-                else:
-                    for k in range(k_tiles):
-                        # One buffer: the WGMMAs still reading it must finish before it is refilled.
-                        cute.nvgpu.warpgroup.wait_group(0)
-                        stage, phase, prev_stage = self.k_tile(
-                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
-                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
-                            rows_per_thread)
+                stage, phase, prev_stage = self.main_loop(
+                    tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, stage, phase,
+                    signals, dst, k_blocks, values_per_block, rows_per_thread)
                 cute.nvgpu.warpgroup.wait_group(0)
                 if k_tiles > 0:
                     ring.consumer_release(prev_stage, signals, dst)
 
-                # The lanes of a quad hold the 4 column slices of the same two rows.
-                for i in cutlass.range_constexpr(2 * rows_per_thread):
-                    s = sumsq[i]
-                    s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
-                    s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
-                    sumsq[i] = cute.math.rsqrt(s * inv_k + eps, fastmath=False)
-                acc_values = cute.size(acc, mode=[0])
-                for m in cutlass.range_constexpr(rows_per_thread):
-                    for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                        for v in cutlass.range_constexpr(acc_values):
-                            acc[v, m, n] = acc[v, m, n] * sumsq[2 * m + self.c_half[v]]
+                self.scale_rows(acc, sumsq, inv_k, eps, rows_per_thread)
 
                 self.epilogue.store_tile(tma_y, tiled_r2s, thr_r2s, acc, sY,
                                          gY[(None, None, tm, tn)], warp_idx)
@@ -490,27 +461,9 @@ def _kernel_class():
                 sumsq.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                 self.wait_turn(wg)
-                prev_stage = stage
-                if cutlass.const_expr(self.cfg.a_buffers == 2):
-                    k = cutlass.Int32(0)
-                    while k < k_tiles:
-                        stage, phase, prev_stage = self.k_tile(
-                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
-                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
-                            rows_per_thread)
-                        if k + 1 < k_tiles:
-                            stage, phase, prev_stage = self.k_tile(
-                                tiled_mma, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
-                                stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
-                                rows_per_thread)
-                        k += 2
-                else:
-                    for k in range(k_tiles):
-                        cute.nvgpu.warpgroup.wait_group(0)
-                        stage, phase, prev_stage = self.k_tile(
-                            tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
-                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
-                            rows_per_thread)
+                stage, phase, prev_stage = self.main_loop(
+                    tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, stage, phase,
+                    signals, dst, k_blocks, values_per_block, rows_per_thread)
                 # Every WGMMA of this tile is issued: the other warpgroup may issue its own,
                 # which queue behind these in the tensor pipe.
                 self.pass_turn(wg)
@@ -520,16 +473,7 @@ def _kernel_class():
                 # The next k-tiles in the ring are the other warpgroup's tile.
                 stage, phase = self.ring_advance(stage, phase, k_tiles)
 
-                for i in cutlass.range_constexpr(2 * rows_per_thread):
-                    s = sumsq[i]
-                    s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
-                    s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
-                    sumsq[i] = cute.math.rsqrt(s * inv_k + eps, fastmath=False)
-                acc_values = cute.size(acc, mode=[0])
-                for m in cutlass.range_constexpr(rows_per_thread):
-                    for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                        for v in cutlass.range_constexpr(acc_values):
-                            acc[v, m, n] = acc[v, m, n] * sumsq[2 * m + self.c_half[v]]
+                self.scale_rows(acc, sumsq, inv_k, eps, rows_per_thread)
 
                 self.wg_epilogues[wg].store_tile(tma_y, tiled_r2s, thr_r2s, acc, sY, gY[(None, None, tm, tn)],
                                                  warp_idx)
@@ -550,6 +494,52 @@ def _kernel_class():
             """Hand the turn to the other warpgroup (arrive without waiting)."""
             cute.arch.barrier_arrive(barrier_id=MMA_TURN_BARRIERS[1 - wg],
                                      number_of_threads=self.consumer_threads)
+
+        @cute.jit
+        def main_loop(self, tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles,
+                      stage, phase, signals, dst, k_blocks: cutlass.Constexpr,
+                      values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr):
+            """Every k-tile of one output tile (k_tile each), alternating the A buffers when there
+            are two (unrolled by two, so the buffer index is a trace-time constant). Returns the
+            ring position after the tile and the stage still to release."""
+            prev_stage = stage
+            if cutlass.const_expr(self.cfg.a_buffers == 2):
+                k = cutlass.Int32(0)
+                while k < k_tiles:
+                    stage, phase, prev_stage = self.k_tile(
+                        tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                        stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                        rows_per_thread)
+                    if k + 1 < k_tiles:
+                        stage, phase, prev_stage = self.k_tile(
+                            tiled_mma, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
+                            stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                            rows_per_thread)
+                    k += 2
+            else:
+                for k in range(k_tiles):
+                    # One buffer: the WGMMAs still reading it must finish before it is refilled.
+                    cute.nvgpu.warpgroup.wait_group(0)
+                    stage, phase, prev_stage = self.k_tile(
+                        tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                        stage, phase, prev_stage, signals, dst, k_blocks, values_per_block,
+                        rows_per_thread)
+            return stage, phase, prev_stage
+
+        @cute.jit
+        def scale_rows(self, acc, sumsq, inv_k, eps, rows_per_thread: cutlass.Constexpr):
+            """rstd per row (the lanes of a quad hold the 4 column slices of the same two rows),
+            then every accumulator times its row's rstd."""
+            for i in cutlass.range_constexpr(2 * rows_per_thread):
+                s = sumsq[i]
+                s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
+                s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
+                sumsq[i] = cute.math.rsqrt(s * inv_k + eps, fastmath=False)
+            acc_values = cute.size(acc, mode=[0])
+            for m in cutlass.range_constexpr(rows_per_thread):
+                for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                    for v in cutlass.range_constexpr(acc_values):
+                        acc[v, m, n] = acc[v, m, n] * sumsq[2 * m + self.c_half[v]]
 
         @cute.jit
         def k_tile(self, tiled_mma, s2r, tXsX, view, buf, tCrW, acc, sumsq, ring, k,

@@ -99,18 +99,6 @@ def test_three_math_warpgroups(config, B, H, S):
     check(config, B, H, S, 64, False)
 
 
-def test_three_math_warpgroups_three_stages_repeated_launches():
-    cfg = {"qk_mn": (192, 128), "num_stages": 3}
-    inputs, launch = check(cfg, 4, 8, 1111, 64, False)
-    first = inputs["out"].clone()
-    for _ in range(50):
-        inputs["out"].fill_(float("nan"))
-        launch()
-    torch.cuda.synchronize()
-    assert torch.equal(inputs["out"], first)
-    check(cfg, 2, 8, 4096, 64, False, dtype="float16", seed=1)
-
-
 @pytest.mark.parametrize("B,H,S,D", [
     (2, 16, 4096, 128),     # 12 (batch, head) pairs per section: sections of 12, 12 and 8
     (1, 8, 4096, 128),      # one section, 256 tiles on the persistent grid: snake waves
@@ -125,18 +113,6 @@ def test_float16():
     check(DEFAULT, 2, 3, 999, 128, True, dtype="float16")
 
 
-def test_three_stages_repeated_launches():
-    """num_stages=3 with overlap on a persistent grid: many launches give the same bits."""
-    inputs, launch = check(THREE_STAGES, 4, 8, 1111, 64, True)
-    first = inputs["out"].clone()
-    for _ in range(50):
-        inputs["out"].fill_(float("nan"))
-        launch()
-    torch.cuda.synchronize()
-    assert torch.equal(inputs["out"], first)
-    check(THREE_STAGES, 2, 8, 2048, 64, True, seed=1)
-
-
 @pytest.mark.parametrize("config,B,H,S,D,causal", [
     ({"o_reuses_q": True}, 3, 5, 1000, 64, False),
     ({"o_reuses_q": True, "intra_wg_overlap": False, "pingpong": False}, 4, 8, 1111, 128, True),
@@ -146,17 +122,26 @@ def test_o_staged_in_q_buffer(config, B, H, S, D, causal):
     check(config, B, H, S, D, causal)
 
 
-def test_o_in_q_buffer_three_stages_repeated_launches():
-    """O staged over Q with 3 stages at D=128, persistent CTAs with several tiles each: the next
-    tile's Q must not land before O's stores have read the buffer; 50 launches, same bits."""
-    inputs, launch = check(REUSE_THREE_STAGES, 4, 8, 1111, 128, True)
-    first = inputs["out"].clone()
+@pytest.mark.parametrize("config,first,second", [
+    # num_stages=3 with overlap on a persistent grid.
+    (THREE_STAGES, (4, 8, 1111, 64, True, "bfloat16", 0), (2, 8, 2048, 64, True, "bfloat16", 1)),
+    # O staged over Q with 3 stages at D=128, CTAs with several tiles each: the next tile's Q
+    # must not land before O's stores have read the buffer.
+    (REUSE_THREE_STAGES, (4, 8, 1111, 128, True, "bfloat16", 0), (2, 16, 4096, 128, False, "bfloat16", 2)),
+    # Three math warpgroups with 3 stages.
+    ({"qk_mn": (192, 128), "num_stages": 3}, (4, 8, 1111, 64, False, "bfloat16", 0),
+     (2, 8, 4096, 64, False, "float16", 1)),
+], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages"])
+def test_repeated_launches_give_the_same_bits(config, first, second):
+    """50 launches of the same variant write the same bits, then another shape is still right."""
+    inputs, launch = check(config, *first)
+    out = inputs["out"].clone()
     for _ in range(50):
         inputs["out"].fill_(float("nan"))
         launch()
     torch.cuda.synchronize()
-    assert torch.equal(inputs["out"], first)
-    check(REUSE_THREE_STAGES, 2, 16, 4096, 128, False, seed=2)
+    assert torch.equal(inputs["out"], out)
+    check(config, *second)
 
 
 _UNDER_NCU = """

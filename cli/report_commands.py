@@ -14,7 +14,7 @@ from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.report import select, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
-from kernelscope.rules.engine import evaluate_all
+from kernelscope.rules.diagnosis import diagnose
 
 FORMATS = ("table", "json", "csv", "markdown")
 DETAIL_LIMIT = 8  # beyond this many kernels, the table format summarises
@@ -63,7 +63,7 @@ def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
     profiles = _pick(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
     if fmt == "table" and len(profiles) > DETAIL_LIMIT and not full and not views:
         summary = [catalog.metrics[m] for m in terminal.SUMMARY_METRICS]
-        rows = [(p, [MetricReading(d, evaluate(d, p)) for d in summary]) for p in profiles]
+        rows = [(p, [MetricReading(d, evaluate(d, p, catalog)) for d in summary]) for p in profiles]
         console = terminal.make_console()
         terminal.print_summary(console, rows)
         console.print(f"[dim]{len(profiles)} kernels matched: -k REGEX or FILE:@INDEX for one kernel's views, --full for all.[/dim]")
@@ -121,18 +121,19 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled):
     catalog = load_catalog(catalog_files)
     comparison = compare(first, second, catalog, list(views) or None, top_opcodes)
     # B is A's reference: the rules compare A alone and A against B.
-    rules = evaluate_all(first, second, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
+    result = diagnose(first, second, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
     if fmt == "json":
-        extra = {"findings": findings.findings_json(rules.findings), "rules_not_evaluated": rules.not_evaluated}
-        _emit(structured.dumps(structured.diff_document(comparison, extra)))
+        _emit(structured.dumps(structured.diff_document(comparison, findings.diagnosis_json(result))))
     elif fmt == "csv":
         _emit(structured.diff_csv(comparison))
     elif fmt == "markdown":
-        _emit(markdown.diff_markdown(comparison) + "\n" + findings.findings_markdown(rules.findings, rules.not_evaluated))
+        _emit(findings.headline_markdown(comparison, result) + "\n" + markdown.diff_markdown(comparison) + "\n"
+              + findings.findings_markdown(result.findings, result.not_evaluated, result))
     else:
         console = terminal.make_console()
+        findings.print_headline(comparison, result, console)
         terminal.print_comparison(comparison, console)
-        findings.print_findings(rules.findings, console, rules.not_evaluated)
+        findings.print_findings(result.findings, console, result.not_evaluated, result)
 
 
 @click.command()

@@ -20,12 +20,14 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from kernelscope.errors import UserError
-from kernelscope.profiler.expression import Expression, ExpressionError, parse
+from kernelscope.profiler.derived import COMPUTED
+from kernelscope.profiler.expression import FUNCTIONS, Expression, ExpressionError, parse
 from kernelscope.profiler.record import KernelProfile
 
 BUILTIN_DIR = Path(__file__).parent
 DIRECTIONS = ("lower", "higher", "none")
-FORMULA_FUNCTIONS = frozenset({"mix", "mix_prefix", "mix_total", "min", "max", "abs"})
+MIX_FUNCTIONS = ("mix", "mix_prefix", "mix_total")
+FORMULA_FUNCTIONS = frozenset({*MIX_FUNCTIONS, *FUNCTIONS})
 
 
 @dataclass(frozen=True)
@@ -38,13 +40,18 @@ class MetricDef:
     description: str
     sources: tuple[str, ...] = ()          # ncu metric alternatives
     formula: Expression | None = None
+    computed: str | None = None            # a name in profiler/derived.COMPUTED
 
     @property
     def definition(self) -> str:
         """What the value is computed from, as a user would write it."""
+        if self.computed is not None:
+            return f"computed: {self.description}"
         return self.formula.text if self.formula is not None else " | ".join(self.sources)
 
     def raw_metrics(self) -> tuple[str, ...]:
+        if self.computed is not None:
+            return ()
         return tuple(sorted(self.formula.braced)) if self.formula is not None else self.sources
 
 
@@ -71,11 +78,25 @@ class Catalog:
         return [self.metrics[m] for v in names for m in self.views[v].metrics]
 
     def evaluate(self, profile: KernelProfile, metric_id: str) -> float | int | str | None:
-        return evaluate(self.metrics[metric_id], profile)
+        return evaluate(self.metrics[metric_id], profile, self)
 
 
-def evaluate(definition: MetricDef, profile: KernelProfile) -> float | int | str | None:
-    """The entry's value for this profile; None when the profile lacks what it needs."""
+def evaluate(definition: MetricDef, profile: KernelProfile, catalog: "Catalog | None" = None) -> float | int | str | None:
+    """The entry's value for this profile; None when the profile lacks what it needs.
+
+    A computed entry reads other entries of `catalog` (the built-in catalog when not given).
+    """
+    if definition.computed is not None:
+        catalog = catalog or load_catalog()
+
+        def value(metric_id: str) -> Any:
+            other = catalog.metrics.get(metric_id)
+            if other is None or other.computed is not None:
+                return None
+            result = evaluate(other, profile, catalog)
+            return None if isinstance(result, float) and math.isnan(result) else result
+
+        return COMPUTED[definition.computed](value, list(catalog.metrics), lambda m: catalog.metrics[m].label)
     if definition.formula is None:
         for name in definition.sources:
             value = profile.value(name)
@@ -109,16 +130,7 @@ def _mix_functions(profile: KernelProfile) -> dict[str, Any]:
     def total() -> float | None:
         return float(sum(mix.values())) if collected else None
 
-    def _min(*xs):
-        return None if any(x is None for x in xs) else min(xs)
-
-    def _max(*xs):
-        return None if any(x is None for x in xs) else max(xs)
-
-    def _abs(x):
-        return None if x is None else abs(x)
-
-    return {"mix": op, "mix_prefix": prefix, "mix_total": total, "min": _min, "max": _max, "abs": _abs}
+    return {**FUNCTIONS, "mix": op, "mix_prefix": prefix, "mix_total": total}
 
 
 # ---------------------------------------------------------------------------------
@@ -182,12 +194,16 @@ def _metric_from(entry: dict, path: Path) -> MetricDef:
         _required(entry, key, path, "metric")
     if entry["better"] not in DIRECTIONS:
         raise UserError(f"{path}: metric {ident!r}: field 'better' must be one of {', '.join(DIRECTIONS)}")
-    has_metric, has_formula = "metric" in entry, "formula" in entry
-    if has_metric == has_formula:
+    kinds = [k for k in ("metric", "formula", "computed") if k in entry]
+    if len(kinds) != 1:
         raise UserError(f"{path}: metric {ident!r}: give exactly one of 'metric' or 'formula'")
     sources: tuple[str, ...] = ()
     formula = None
-    if has_metric:
+    computed = entry.get("computed")
+    if computed is not None:
+        if computed not in COMPUTED:
+            raise UserError(f"{path}: metric {ident!r}: field 'computed': unknown ({', '.join(sorted(COMPUTED))})")
+    elif "metric" in entry:
         raw = entry["metric"]
         sources = (raw,) if isinstance(raw, str) else tuple(raw)
         if not sources or not all(isinstance(s, str) and s for s in sources):
@@ -211,4 +227,5 @@ def _metric_from(entry: dict, path: Path) -> MetricDef:
         description=entry.get("description", ""),
         sources=sources,
         formula=formula,
+        computed=computed,
     )

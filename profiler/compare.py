@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kernelscope.profiler.catalog import Catalog, MetricDef, evaluate, load_catalog
 from kernelscope.profiler.record import KernelProfile
@@ -86,13 +87,14 @@ class Comparison:
     views: dict[str, list[MetricDelta]]
     view_titles: dict[str, str]
     opcodes: list[OpcodeDelta] = field(default_factory=list)
+    verdict: "Verdict | None" = None
 
 
 def readings(profile: KernelProfile, catalog: Catalog, views: list[str] | None = None) -> dict[str, list[MetricReading]]:
     """The catalog views of one profile."""
     names = views or catalog.view_names()
     catalog.metrics_of(names)  # validates the names
-    return {v: [MetricReading(catalog.metrics[m], evaluate(catalog.metrics[m], profile)) for m in catalog.views[v].metrics] for v in names}
+    return {v: [MetricReading(catalog.metrics[m], evaluate(catalog.metrics[m], profile, catalog)) for m in catalog.views[v].metrics] for v in names}
 
 
 def compare(
@@ -108,7 +110,7 @@ def compare(
     out: dict[str, list[MetricDelta]] = {}
     for view in names:
         out[view] = [
-            MetricDelta(catalog.metrics[m], evaluate(catalog.metrics[m], a), evaluate(catalog.metrics[m], b))
+            MetricDelta(catalog.metrics[m], evaluate(catalog.metrics[m], a, catalog), evaluate(catalog.metrics[m], b, catalog))
             for m in catalog.views[view].metrics
         ]
     return Comparison(
@@ -117,6 +119,7 @@ def compare(
         views=out,
         view_titles={v: catalog.views[v].title for v in names},
         opcodes=opcode_deltas(a, b, top_opcodes),
+        verdict=verdict(a, b, catalog),
     )
 
 
@@ -147,3 +150,49 @@ def opcode_deltas(a: KernelProfile, b: KernelProfile, top: int | None = 15) -> l
 
     rows.sort(key=weight, reverse=True)
     return rows[:top] if top else rows
+
+
+@dataclass
+class Verdict:
+    """Who is faster and by how much: the headline of every comparison."""
+
+    a_ns: float | None
+    b_ns: float | None
+
+    @property
+    def known(self) -> bool:
+        return self.a_ns is not None and self.b_ns is not None and self.a_ns > 0 and self.b_ns > 0
+
+    @property
+    def faster(self) -> str | None:
+        """'a', 'b' or 'same' (within SAME_WITHIN); None when a duration is missing."""
+        if not self.known:
+            return None
+        if abs(self.a_ns - self.b_ns) <= SAME_WITHIN * max(self.a_ns, self.b_ns):
+            return "same"
+        return "a" if self.a_ns < self.b_ns else "b"
+
+    @property
+    def gap_ns(self) -> float | None:
+        """A's time minus B's: positive when A is slower."""
+        return self.a_ns - self.b_ns if self.known else None
+
+    @property
+    def slower_by(self) -> float | None:
+        """How much longer the slower kernel takes, relative to the faster one (0.12: 12% slower)."""
+        if not self.known:
+            return None
+        return max(self.a_ns, self.b_ns) / min(self.a_ns, self.b_ns) - 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"faster": self.faster, "a_ns": self.a_ns, "b_ns": self.b_ns, "gap_ns": self.gap_ns,
+                "slower_by": self.slower_by}
+
+
+def verdict(a: KernelProfile, b: KernelProfile, catalog: Catalog | None = None) -> Verdict:
+    catalog = catalog or load_catalog()
+    durations = []
+    for profile in (a, b):
+        value = evaluate(catalog.metrics["duration"], profile, catalog) if "duration" in catalog.metrics else None
+        durations.append(float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None)
+    return Verdict(*durations)

@@ -17,6 +17,7 @@ and a comparison with None is None (unknown), so "not collected" never turns int
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -211,3 +212,59 @@ class _Evaluator:
             args = [self.visit(a) for a in node.args]
             return fn(*args)
         raise ExpressionError(f"{type(node).__name__} is not allowed")
+
+
+# ---------------------------------------------------------------------------------
+# The null-aware function table: the one set of functions catalog formulas and rule
+# expressions call (the catalog adds the instruction-mix functions of one profile).
+# Any unknown (None) argument makes the result unknown, except where a function is
+# about unknowns (known, coalesce, max_known, sum_known).
+
+
+def _floor(x):
+    return None if x is None else math.floor(x)
+
+
+def _ceil(x):
+    return None if x is None else math.ceil(x)
+
+
+def _min(*xs):
+    return None if any(x is None for x in xs) else min(xs)
+
+
+def _max(*xs):
+    return None if any(x is None for x in xs) else max(xs)
+
+
+def _abs(x):
+    return None if x is None else abs(x)
+
+
+def _clamp(x, lo, hi):
+    return None if x is None or lo is None or hi is None else min(max(x, lo), hi)
+
+
+def _known(x):
+    return x is not None
+
+
+def _max_known(*xs):
+    """The largest of the known values; None only when none is known."""
+    known = [x for x in xs if x is not None]
+    return max(known) if known else None
+
+
+def _sum_known(*xs):
+    known = [x for x in xs if x is not None]
+    return sum(known) if known else None
+
+
+def _coalesce(*xs):
+    return next((x for x in xs if x is not None), None)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "min": _min, "max": _max, "abs": _abs, "floor": _floor, "ceil": _ceil,
+    "clamp": _clamp, "known": _known, "coalesce": _coalesce, "max_known": _max_known, "sum_known": _sum_known,
+}

@@ -42,6 +42,35 @@ class Session:
 
 
 @dataclass
+class NcuRuleResult:
+    """What one of Nsight Compute's own rules said of a kernel (read from the report).
+
+    `kind` is ncu's message type: "ok", "optimization", "warning", "error" or "none".
+    `speedup` is ncu's estimated speedup in % ("local": of the part the rule looks at,
+    "global": of the whole kernel), None when the rule gave no estimate.
+    """
+
+    rule: str                         # ncu rule identifier, e.g. "UncoalescedGlobalAccess"
+    section: str                      # the section it belongs to, e.g. "SourceCounters"
+    name: str                         # the rule's display name
+    title: str                        # the message title ("" when the rule gave none)
+    message: str
+    kind: str
+    speedup: float | None = None
+    speedup_kind: str | None = None   # "local", "global" or None
+    focus_metrics: list[dict[str, Any]] = field(default_factory=list)   # name, value, info
+
+    @property
+    def advice(self) -> bool:
+        """True when ncu suggests something (an optimization or warning message)."""
+        return self.kind in ("optimization", "warning")
+
+    @property
+    def label(self) -> str:
+        return f"{self.rule}: {self.title}" if self.title else self.rule
+
+
+@dataclass
 class KernelProfile:
     """One kernel launch, or one NVTX range of launches, or one compiled kernel."""
 
@@ -64,6 +93,8 @@ class KernelProfile:
     # Average warps stalled per issued instruction, by reason (long_scoreboard, gmma, ...).
     stalls: dict[str, float] = field(default_factory=dict)
     launches: int = 1               # >1 when an NVTX range groups several launches
+    # Nsight Compute's own rule results for this launch (empty: none in the source).
+    ncu_rules: list[NcuRuleResult] = field(default_factory=list)
 
     def value(self, metric: str) -> float | int | str | None:
         m = self.metrics.get(metric)
@@ -81,6 +112,7 @@ class KernelProfile:
         d["device"] = DeviceInfo(**d.get("device") or {})
         d["session"] = Session(**d.get("session") or {})
         d["metrics"] = {k: Metric(**v) for k, v in (d.get("metrics") or {}).items()}
+        d["ncu_rules"] = [NcuRuleResult(**r) for r in d.get("ncu_rules") or []]
         for key in ("grid", "block", "cluster"):
             if d.get(key) is not None:
                 d[key] = tuple(d[key])

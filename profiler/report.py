@@ -18,11 +18,12 @@ import shutil
 import struct
 import sys
 import tempfile
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable
 
 from kernelscope.errors import UserError
+from kernelscope.profiler.merge import group_by_nvtx, merge_profiles  # noqa: F401  (re-exported)
+from kernelscope.profiler.ncu_rules import ncu_rule_results
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
 
 REPORT_MAGIC = b"NVR\x00"
@@ -319,6 +320,7 @@ def _profile_from_action(action: Any, source: str, index: int, session: Session)
         metrics=metrics,
         instruction_mix=_instanced_by_name(action, OPCODE_MIX_METRIC),
         stalls={m.group(1): float(v.value) for name, v in metrics.items() if (m := STALL_METRIC.match(name))},
+        ncu_rules=ncu_rule_results(action),
     )
 
 
@@ -394,91 +396,3 @@ def select(profiles: list[KernelProfile], pattern: str | None, *, what: str = ""
         where = f" in {what}" if what else ""
         raise UserError(f"no kernel matches {pattern!r}{where}; kernels there: {shown}")
     return chosen
-
-
-def group_by_nvtx(profiles: list[KernelProfile], prefix: str) -> list[KernelProfile]:
-    """Merge launches that share an NVTX range starting with `prefix` into one profile."""
-    groups: "OrderedDict[str, list[KernelProfile]]" = OrderedDict()
-    singles: list[tuple[int, KernelProfile]] = []
-    first_position: dict[str, int] = {}
-    for position, p in enumerate(profiles):
-        key = next((r for r in reversed(p.nvtx_ranges) if r.startswith(prefix)), None)
-        if key is None:
-            singles.append((position, p))
-            continue
-        groups.setdefault(key, []).append(p)
-        first_position.setdefault(key, position)
-    merged = [(first_position[k], merge_profiles(k, members)) for k, members in groups.items()]
-    ordered = sorted(merged + singles, key=lambda t: t[0])
-    out = []
-    for i, (_, p) in enumerate(ordered):
-        p.index = i
-        out.append(p)
-    return out
-
-
-_SUMMED_UNITS = {"byte", "inst", "sector", "request", "cycle", "ns", "usecond", "msecond", "second", "warp", "thread", "block", ""}
-
-
-def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
-    """One profile for several launches of one NVTX range.
-
-    Totals (`*.sum` counters and the duration) add up; rates, percentages and averages
-    are averaged weighted by each launch's duration; launch facts (registers, grid)
-    are the first launch's, and the member names are kept in `demangled_name`.
-    A metric missing from any member is left out (not collected), never partially summed.
-    """
-    if len(members) == 1:
-        return KernelProfile(**{**vars(members[0]), "name": name, "kind": "nvtx-range"})
-    first = members[0]
-    durations = [m.value("gpu__time_duration.sum") for m in members]
-    weights = [float(d) if isinstance(d, (int, float)) else 1.0 for d in durations]
-    total_weight = sum(weights) or 1.0
-    metrics: dict[str, Metric] = {}
-    for key, metric in first.metrics.items():
-        values = [m.metrics.get(key) for m in members]
-        if any(v is None for v in values):
-            continue
-        if not all(isinstance(v.value, (int, float)) for v in values):
-            metrics[key] = metric
-            continue
-        if key.startswith(("launch__", "device__")):
-            metrics[key] = metric
-        elif _is_total(key, metric.unit):
-            metrics[key] = Metric(sum(v.value for v in values), metric.unit)
-        else:
-            metrics[key] = Metric(sum(v.value * w for v, w in zip(values, weights)) / total_weight, metric.unit)
-    mix: dict[str, float] = {}
-    for m in members:
-        for op, count in m.instruction_mix.items():
-            mix[op] = mix.get(op, 0.0) + count
-    stalls: dict[str, float] = {}
-    stall_keys = set.intersection(*(set(m.stalls) for m in members)) if members else set()
-    for reason in stall_keys:
-        stalls[reason] = sum(m.stalls[reason] * w for m, w in zip(members, weights)) / total_weight
-    return KernelProfile(
-        source=first.source,
-        index=first.index,
-        kind="nvtx-range",
-        name=name,
-        demangled_name=" + ".join(m.name for m in members),
-        mangled_name=None,
-        nvtx_ranges=first.nvtx_ranges,
-        grid=first.grid,
-        block=first.block,
-        cluster=first.cluster,
-        device=first.device,
-        session=first.session,
-        metrics=metrics,
-        instruction_mix=mix,
-        stalls=stalls,
-        launches=sum(m.launches for m in members),
-    )
-
-
-def _is_total(name: str, unit: str) -> bool:
-    if name == "gpu__time_duration.sum":
-        return True
-    if ".pct" in name or ".per_" in name or name.endswith((".ratio", ".pct", ".avg", ".max", ".min")):
-        return False
-    return name.endswith(".sum") and unit in _SUMMED_UNITS

@@ -28,11 +28,18 @@ class Finding:
     message: str                # the rule's template with the numbers filled in
     hint: str
     section: str                # the Nsight Compute section to look at
-    impact: float | None        # estimated share of the kernel's time at stake, 0..1; None: no estimate
+    impact: float | None        # headroom: share of the kernel's own time at stake, 0..1; None: no estimate
     rule_file: str
     quoted: list[QuotedValue] = field(default_factory=list)
     # Device facts the rule used that the profile did not hold (documented defaults were used).
     assumptions: list[str] = field(default_factory=list)
+    cause: str | None = None    # an id of rules/causes.toml; None: a symptom that names no cause
+    # Against a reference: the rule's estimate of the time (ns) the target loses through this
+    # cause, and the share of the measured gap that is (capped at the gap); None: no estimate.
+    gap_ns: float | None = None
+    explains: float | None = None
+    # Nsight Compute's own rule results on the target that agree (rule, title, speedup, speedup_kind).
+    evidence: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def severity_rank(self) -> int:
@@ -47,13 +54,20 @@ class Finding:
             "message": self.message,
             "hint": self.hint,
             "section": self.section,
+            "cause": self.cause,
+            "explains": self.explains,
+            "gap_ns": self.gap_ns,
             "impact": self.impact,
             "rule_file": self.rule_file,
             "values": [{"name": q.name, "value": q.value, "unit": q.unit, "text": q.text} for q in self.quoted],
             "assumptions": list(self.assumptions),
+            "evidence": list(self.evidence),
         }
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
-    """Most severe first; within a severity, the largest estimated impact first (no estimate last)."""
-    return sorted(findings, key=lambda f: (f.severity_rank, f.impact is None, -(f.impact or 0.0), f.rule_id))
+    """Findings that name a cause before symptoms (which say what differs, not why); within
+    each, the largest share of the measured gap explained first (against a reference), then
+    the largest headroom; severity only breaks ties. No estimate ranks after any estimate."""
+    return sorted(findings, key=lambda f: (f.cause is None, f.explains is None, -(f.explains or 0.0),
+                                           f.impact is None, -(f.impact or 0.0), f.severity_rank, f.rule_id))

@@ -8,6 +8,9 @@ The impact model, stated once:
   (its headroom). Against a reference, the time it explains is what the cause costs the
   target minus what the same expression says it costs the reference:
   impact(A) x time(A) - impact(B) x time(B).
+- A rule may name the quantity that defines its cause (`measure`, with the direction that is
+  `worse`): where the target is not worse than the reference on it (within MEASURE_WITHIN), the
+  cause is no difference between them and explains nothing of the gap.
 - Either estimate is capped at the measured gap and reported as the share of it explained.
   A finding whose rule also fires on the reference, and that explains less than
   SHARED_WITHIN of the gap, is no difference: it is folded into one "shared by both" note.
@@ -27,13 +30,15 @@ from typing import Any, Iterable
 from kernelscope.profiler.catalog import Catalog, load_catalog
 from kernelscope.profiler.compare import Verdict, verdict as measure_verdict
 from kernelscope.profiler.record import KernelProfile, NcuRuleResult
-from kernelscope.rules.engine import evaluate_rules, headroom
+from kernelscope.rules.engine import evaluate_rules, headroom, measure
 from kernelscope.rules.findings import Finding, rank
 from kernelscope.rules.loader import load_rules
 
 # A finding that also holds for the reference and explains less than this share of the gap
 # is folded into the "shared by both" note.
 SHARED_WITHIN = 0.1
+# A target within this relative distance of the reference on a rule's measure is "not worse".
+MEASURE_WITHIN = 0.05
 
 
 @dataclass
@@ -80,6 +85,8 @@ def diagnose(
             cost_a = (f.impact or 0.0) * result.a_ns
             cost_b = (headroom(rule, reference, catalog) or 0.0) * result.b_ns
             explained = max(0.0, cost_a - cost_b) if f.impact is not None else None
+            if explained is not None and not _worse(rule, target, reference, catalog):
+                explained = 0.0
             f.gap_ns = explained
         if gap is not None and explained is not None:
             f.explains = min(explained, gap) / gap
@@ -89,6 +96,15 @@ def diagnose(
             findings.append(f)
     return Diagnosis(rank(findings), shared, evaluation.passed, evaluation.not_evaluated,
                      evaluation.not_applicable, result, ncu_frame(target, reference))
+
+
+def _worse(rule, target: KernelProfile, reference: KernelProfile, catalog: Catalog) -> bool:
+    """Whether the target is worse than the reference on the rule's measure (True without one)."""
+    a, b = measure(rule, target, catalog), measure(rule, reference, catalog)
+    if a is None or b is None:
+        return True
+    margin = MEASURE_WITHIN * max(abs(a), abs(b))
+    return a > b + margin if rule.worse == "higher" else a < b - margin
 
 
 def _evidence(profile: KernelProfile, rule_ids: Iterable[str]) -> list[dict[str, Any]]:

@@ -184,6 +184,15 @@ def _share(raw: Any) -> float | None:
     return None
 
 
+def measure(rule: Rule, profile: KernelProfile, catalog: Catalog | None = None) -> float | None:
+    """The rule's defining quantity for one kernel alone; None without a measure or the data."""
+    if rule.measure is None:
+        return None
+    scope = _Scope(rule, {"target": profile, "reference": None, "baseline": None}, catalog or load_catalog(), {})
+    raw = _safe(scope, rule.measure)
+    return float(raw) if _is_number(raw) and math.isfinite(float(raw)) else None
+
+
 def headroom(rule: Rule, profile: KernelProfile, catalog: Catalog | None = None) -> float | None:
     """The rule's impact (share of the kernel's own time at stake) for one kernel alone,
     whether or not its condition holds there; None without an impact or the data for it."""

@@ -118,7 +118,8 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
         return UserError(f"{where}: field {fieldname!r}: {problem}")
 
     known_fields = {"id", "title", "compares", "severity", "condition", "message", "hint", "section",
-                    "impact", "thresholds", "let", "description", "profiles", "cause", "gap", "ncu_evidence"}
+                    "impact", "thresholds", "let", "description", "profiles", "cause", "gap", "ncu_evidence",
+                    "measure", "worse"}
     for key in entry:
         if key not in known_fields:
             raise fail(key, f"unknown field (fields: {', '.join(sorted(known_fields))})")
@@ -182,6 +183,11 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
     condition = compile_expr("condition", entry["condition"])
     impact = compile_expr("impact", entry["impact"]) if "impact" in entry else None
     gap = compile_expr("gap", entry["gap"]) if "gap" in entry else None
+    measure = compile_expr("measure", entry["measure"]) if "measure" in entry else None
+    if measure is not None and compares != "target":
+        raise fail("measure", "is read on each kernel alone: only for compares = \"target\"")
+    if entry.get("worse", "higher") not in ("higher", "lower"):
+        raise fail("worse", f"must be \"higher\" or \"lower\", not {entry['worse']!r}")
     if gap is not None and compares != "reference":
         raise fail("gap", "estimates time lost against the reference: only for compares = \"reference\"")
 
@@ -217,6 +223,8 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
         cause=cause,
         gap=gap,
         ncu_evidence=tuple(evidence),
+        measure=measure,
+        worse=entry.get("worse", "higher"),
         texts={"condition": " ".join(entry["condition"].split()),
                **({"impact": " ".join(entry["impact"].split())} if "impact" in entry else {}),
                **({"gap": " ".join(entry["gap"].split())} if "gap" in entry else {}),

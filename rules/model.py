@@ -50,6 +50,10 @@ class Rule:
     gap: Expression | None = None
     # Nsight Compute rule identifiers whose advice agrees with this finding (shown as evidence).
     ncu_evidence: tuple[str, ...] = ()
+    # The quantity that defines the cause in one kernel (an expression over target.*), and which
+    # direction is worse: a finding explains a gap only where the target is worse than the reference.
+    measure: Expression | None = None
+    worse: str = "higher"
     # Expressions as the rule file wrote them (field name, or "let.NAME" -> text), for `rules explain`.
     texts: Mapping[str, str] = field(default_factory=dict)
 

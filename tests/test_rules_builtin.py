@@ -44,7 +44,8 @@ def _outcome(kernels, rule_id, target, reference=None, baseline=None):
 
 # (rule, target, reference, baseline, fires)
 CASES = [
-    ("register-pressure", "cublas_gemm", None, None, True),
+    # cuBLAS re-sizes its registers with setmaxnreg: its launch registers cap nothing
+    ("register-pressure", "cublas_gemm", None, None, False),
     ("register-pressure", "register_heavy", None, None, True),
     ("register-pressure", "add", None, None, False),
     ("local-memory-spills", "local_array", None, None, True),
@@ -84,7 +85,8 @@ CASES = [
     ("no-hgmma-on-sm90", "cublas_gemm", None, None, False),
     ("no-hgmma-on-sm90", "add", None, None, False),
     ("tensor-pipe-below-reference", "warp_mma", "cublas_gemm", None, True),
-    ("tensor-pipe-below-reference", "add", "cublas_gemm", None, True),
+    # an elementwise kernel has no tensor work to under-use
+    ("tensor-pipe-below-reference", "add", "cublas_gemm", None, False),
     ("tensor-pipe-below-reference", "cublas_gemm", "add", None, False),
     ("tensor-pipe-below-reference", "gemm_wg1_n128", "cublas", None, True),   # CuTe DSL GEMM vs cuBLAS, same problem
     ("tensor-pipe-below-reference", "gemm_default", "cublas", None, False),
@@ -97,6 +99,24 @@ CASES = [
     ("stall-mio-throttle", "bank_conflict", None, None, True),
     ("stall-mio-throttle", "add", None, None, False),
     ("stall-wait", "fma_chain", None, None, True),
+    ("uncoalesced-global-access", "warp_mma", None, None, True),       # 16 of 32 bytes per sector used
+    ("uncoalesced-global-access", "add", None, None, False),
+    ("narrow-global-access", "add", None, None, True),                 # 4 bytes per lane, coalesced
+    ("narrow-global-access", "warp_mma", None, None, False),           # uncoalesced instead
+    ("narrow-global-access", "gmma_chain", None, None, False),         # a handful of global accesses
+    ("branch-divergence", "branchy", None, None, True),
+    ("branch-divergence", "add", None, None, False),
+    ("small-grid", "fma_chain", None, None, True),
+    ("small-grid", "tail_wave", None, None, False),
+    ("unfused-fp32", "register_heavy", None, None, True),
+    ("unfused-fp32", "tail_wave", None, None, False),
+    ("exposed-latency", "scale_good", None, None, True),
+    ("exposed-latency", "cublas_gemm", None, None, False),
+    ("dram-traffic-vs-reference", "gemm_wg1_n128", "cublas", None, True),
+    ("dram-traffic-vs-reference", "gemm_default", "cublas", None, False),
+    ("atomic-contention", "cublas_gemm", None, None, False),           # 190 ATOMG, no hot L2 slice
+    ("special-math", "gemm_default", None, None, False),              # its MUFU is integer division
+    ("shared-memory-occupancy", "bank_conflict", None, None, False),  # shared memory caps it, but warps issue
     ("stall-wait", "add", None, None, False),
     ("stall-wait", "register_heavy", None, None, False),   # largest, but 0.32 cycles per instruction
     ("stall-barrier", "gmma_chain", None, None, True),       # wait_group(0) is WARPGROUP.DEPBAR: a barrier stall
@@ -126,44 +146,49 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     covered_fire = {c[0] for c in CASES if c[4]}
     covered_quiet = {c[0] for c in CASES if not c[4]}
     static_only = {"local-memory-in-binary"}          # tested on compile-only profiles in test_rules_engine
+    # No kernel of these reports has the defect; their firing cases are the planted pairs of the
+    # diagnosis corpus (benchmarks/diagnosis), measured by bench_diagnosis.
+    corpus_fires = {"atomic-contention", "special-math", "shared-memory-occupancy"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue
         assert rule_id in covered_quiet, f"{rule_id}: no quiet case"
-        assert rule_id in covered_fire, f"{rule_id}: no firing case"
+        assert rule_id in covered_fire or rule_id in corpus_fires, f"{rule_id}: no firing case"
 
 
 def test_fixture_pair_findings_are_specific(kernels):
     """The CuTe DSL add against the cuBLAS GEMM: what fires, in what order, with which numbers."""
     ev = evaluate_all(kernels["add"], kernels["cublas_gemm"])
     by_id = {f.rule_id: f for f in ev.findings}
-    assert set(by_id) == {"tensor-pipe-below-reference", "stall-long-scoreboard", "tma-share-below-reference",
-                          "sm-throughput-below-reference", "address-math-vs-reference", "l1-returns-vs-reference"}
-    assert "0.00 % of elapsed cycles vs 90.53 % in the reference" in by_id["tensor-pipe-below-reference"].message
-    assert "HGMMA 0 vs 2,097,152" in by_id["tensor-pipe-below-reference"].message
+    assert set(by_id) == {"narrow-global-access", "stall-long-scoreboard", "tma-share-below-reference",
+                          "sm-throughput-below-reference", "address-math-vs-reference", "l1-returns-vs-reference",
+                          "dram-traffic-vs-reference"}
+    assert "128 B" in by_id["narrow-global-access"].message and "(4 B per lane" in by_id["narrow-global-access"].message
     assert "66.941 cycles per issued instruction" in by_id["stall-long-scoreboard"].message
     tma = by_id["tma-share-below-reference"].message
     assert "0.0% of the 134.218 MB" in tma and "1,048,576 plain global loads" in tma and "163,840 TMA loads" in tma
     assert "35.23 % of peak vs 90.53 %" in by_id["sm-throughput-below-reference"].message
     addr = by_id["address-math-vs-reference"].message
-    assert "31.25 % of executed instructions vs 0.31 %" in addr and "IMAD 1,572,864 vs 45,316" in addr
+    assert "IMAD 1,572,864 vs 45,316" in addr
     assert "1,572,864 cycles" in by_id["l1-returns-vs-reference"].message
-    # Ranked: all warnings; larger estimated impact first.
-    impacts = [f.impact for f in ev.findings]
-    assert impacts == sorted(impacts, reverse=True)
-    assert ev.findings[0].rule_id == "tensor-pipe-below-reference"
+    # Ranked: findings naming a cause before symptoms; among symptoms with a headroom, the larger first.
+    causes = [f.cause is not None for f in ev.findings]
+    assert causes == sorted(causes, reverse=True)
+    symptoms = [f.impact for f in ev.findings if f.cause is None and f.impact is not None]
+    assert symptoms == sorted(symptoms, reverse=True)
 
 
 def test_fixture_pair_reversed_names_the_gemm_limits(kernels):
     ev = evaluate_all(kernels["cublas_gemm"], kernels["add"])
     by_id = {f.rule_id: f for f in ev.findings}
-    assert "168 registers/thread is 100.0% of the 168 a 384-thread block can have" in by_id["register-pressure"].message
+    # cuBLAS sets its registers with setmaxnreg: not register-limited, whatever its launch count says.
+    assert "register-pressure" not in by_id
     assert "limited by registers and shared memory" in by_id["occupancy-limiter"].message
     assert "213.188 KB of shared memory per block" in by_id["shared-memory-near-limit"].message
     assert "16,870,196 warp instructions executed vs 8,388,608" in by_id["instruction-inflation-vs-reference"].message
-    # Warnings before infos.
-    severities = [f.severity for f in ev.findings]
-    assert severities == sorted(severities, key=["error", "warning", "info"].index)
+    # Causes before symptoms; severity only breaks ties.
+    causes = [f.cause is not None for f in ev.findings]
+    assert causes == sorted(causes, reverse=True)
 
 
 def test_device_limits_come_from_the_report(kernels):
@@ -184,7 +209,9 @@ def test_cute_gemm_against_cublas_on_the_same_problem(kernels):
     assert "HGMMA 1,048,576 vs 1,048,576" in tensor
     assert "15,424,048 warp instructions executed vs 8,192,796" in by_id["instruction-inflation-vs-reference"].message
     assert "IMAD 694,565 vs 14,464" in by_id["address-math-vs-reference"].message
-    assert "240 registers/thread is 94.1% of the 255" in by_id["register-pressure"].message
+    # Warp-specialized with setmaxnreg: no register-occupancy finding.
+    assert "register-pressure" not in by_id
+    assert "more DRAM" not in by_id["dram-traffic-vs-reference"].message and "145.932 MB" in by_id["dram-traffic-vs-reference"].message
     # The default config keeps the tensor pipe as busy as cuBLAS: no tensor-pipe finding there.
     default = {f.rule_id for f in evaluate_all(kernels["gemm_default"], kernels["cublas"]).findings}
     assert "tensor-pipe-below-reference" not in default and "instruction-inflation-vs-reference" not in default

@@ -32,8 +32,8 @@ def test_rules_list_shows_every_builtin_rule():
 def test_rules_explain_shows_condition_thresholds_and_section():
     result = run("rules", "explain", "register-pressure")
     assert result.exit_code == 0, result.output
-    assert "condition:  target.registers_per_thread >= near * reg_limit" in result.output
-    assert "threshold:  near = 0.9" in result.output
+    assert "condition:  reg_blocks < other_blocks and coalesce(target.setmaxnreg, 0) == 0" in result.output
+    assert "let:        latency_share = " in result.output or "latency_share" in result.output
     assert "section:    Launch Statistics, Occupancy" in result.output
     unknown = run("rules", "explain", "register")
     assert unknown.exit_code == 2
@@ -44,23 +44,31 @@ def test_diff_prints_findings_under_the_tables(fixture_file):
     result = run("diff", fixture_file(PAIR))
     assert result.exit_code == 0, result.output
     tables_end = result.output.index("Instruction mix")
-    findings_start = result.output.index("Findings (6)")
+    findings_start = result.output.index("Findings (7)")
     assert findings_start > tables_end
-    assert "Tensor pipe busier in the reference" in result.output
-    assert "tensor pipe active 0.00 % of elapsed cycles vs 90.53 % in the reference" in result.output
+    # The headline comes first: who is faster, by how much.
+    assert result.output.index("is 206.3% slower than A") < tables_end
+    assert "Narrow (non-vectorized) global accesses" in result.output
+    assert "SM throughput 35.23 % of peak vs 90.53 % in the reference" in result.output
 
 
 def test_diff_json_and_markdown_carry_the_findings(fixture_file):
     doc = json.loads(run("diff", fixture_file(PAIR), "--format", "json").output)
     rules = [f["rule"] for f in doc["findings"]]
-    assert rules[0] == "tensor-pipe-below-reference" and len(rules) == 6
+    assert rules[0] == "narrow-global-access" and len(rules) == 7
+    # A is the faster kernel here: the verdict says so and no finding claims a share of a gap.
+    assert doc["verdict"]["faster"] == "a" and doc["verdict"]["gap_ns"] < 0 and doc["verdict"]["main_reason"] is None
+    assert all(f["explains"] is None for f in doc["findings"])
     first = doc["findings"][0]
-    assert first["severity"] == "warning" and 0 < first["impact"] <= 1
+    assert first["severity"] == "warning" and first["cause"] == "narrow-access" and 0 < first["impact"] <= 1
     quoted = {v["name"]: v for v in first["values"]}
-    assert abs(quoted["reference.tensor_pipe_pct"]["value"] - 90.53) < 0.005
-    assert quoted["reference.tensor_pipe_pct"]["unit"] == "%"
+    assert quoted["target.global_ld_bytes_per_instruction"]["value"] == 128
+    assert quoted["target.global_ld_bytes_per_instruction"]["unit"] == "byte"
+    sm = next(f for f in doc["findings"] if f["rule"] == "sm-throughput-below-reference")
+    assert sm["cause"] is None and abs({v["name"]: v for v in sm["values"]}["reference.sm_throughput_pct"]["value"] - 90.53) < 0.005
     md = run("diff", fixture_file(PAIR), "--format", "markdown").output
-    assert "### Findings" in md and "**WARNING** Tensor pipe busier in the reference" in md
+    assert "### Findings" in md and "**WARNING** Narrow (non-vectorized) global accesses" in md
+    assert md.startswith("**B (`nvjet")
 
 
 def test_diff_with_a_user_rule_file_and_disable(fixture_file, tmp_path):

@@ -45,9 +45,10 @@ margin = 1000
 def test_user_rule_file_adds_a_rule(pair, tmp_path):
     path = _write(tmp_path, USER_RULE)
     findings = findings_for(pair[0], pair[1], extra_rule_files=[path])
-    first = findings[0]
-    # An error ranks before every warning.
-    assert first.rule_id == "fp32-adds-vs-reference" and first.severity == "error"
+    first = next(f for f in findings if f.rule_id == "fp32-adds-vs-reference")
+    # A user rule naming no cause is a symptom: it ranks after the findings that name one.
+    assert first.severity == "error" and first.cause is None
+    assert findings.index(first) > max(i for i, f in enumerate(findings) if f.cause is not None)
     assert first.message == "524,288 FADD vs 0; DRAM read 134.228 MB, -50.3% instructions"
     assert first.rule_file == str(path)
     assert "fp32-adds-vs-reference" not in {f.rule_id for f in findings_for(pair[0], pair[1])}
@@ -81,7 +82,7 @@ def test_user_file_overrides_a_threshold_and_replaces_a_rule(pair, tmp_path):
 
 def test_disable_skips_a_rule_and_rejects_unknown_ids(pair):
     ids = {f.rule_id for f in findings_for(pair[0], pair[1], disabled=["stall-long-scoreboard"])}
-    assert "stall-long-scoreboard" not in ids and "tensor-pipe-below-reference" in ids
+    assert "stall-long-scoreboard" not in ids and "address-math-vs-reference" in ids
     with pytest.raises(UserError, match="--disable no-such-rule: no rule has that id"):
         findings_for(pair[0], pair[1], disabled=["no-such-rule"])
 
@@ -160,13 +161,17 @@ def test_missing_metrics_leave_a_rule_unevaluated_never_zero(fixture_file):
     assert set(ev.not_applicable) >= {"tensor-pipe-below-reference", "slower-than-baseline"}
 
 
-def test_ranking_by_severity_then_impact():
-    def finding(rule_id, severity, impact):
-        return Finding(rule_id, rule_id, severity, "target", "m", "h", "s", impact, "f")
+def test_ranking_by_gap_explained_then_headroom_severity_only_breaking_ties():
+    def finding(rule_id, severity, impact, explains=None, cause="divergence"):
+        return Finding(rule_id, rule_id, severity, "target", "m", "h", "s", impact, "f", cause=cause, explains=explains)
 
     ranked = rank([finding("a", "info", 0.9), finding("b", "warning", None), finding("c", "warning", 0.2),
-                   finding("d", "error", 0.01), finding("e", "warning", 0.6)])
-    assert [f.rule_id for f in ranked] == ["d", "e", "c", "b", "a"]
+                   finding("d", "error", 0.01), finding("e", "warning", 0.6), finding("f", "info", 0.1, 0.8),
+                   finding("g", "error", 0.1, 0.3), finding("h", "error", 0.9, 0.9, cause=None),
+                   finding("i", "info", 0.6)])
+    # Causes first, by share of the gap explained, then headroom; a symptom (no cause) last however large;
+    # between equal headrooms the more severe first.
+    assert [f.rule_id for f in ranked] == ["f", "g", "a", "e", "i", "c", "d", "b", "h"]
 
 
 def test_dotted_names_are_rewritten_outside_strings_and_braces():

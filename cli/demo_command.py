@@ -15,12 +15,14 @@ from kernelscope.errors import UserError
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 RECORDED = PACKAGE_ROOT / "tests" / "fixtures"
-# (report, kernel A regex, kernel B regex, what it shows)
+# (report, kernel A regex, kernel B regex, what it shows, the two kernels in the verdict)
 DEMO_DIFFS = [
     ("h200-gemm-vs-cublas-4096.quick.ncu-rep", "ks:target", "ks:reference",
-     "the shipped CuTe DSL GEMM (A) vs cuBLAS (B), bf16 4096^3, H200, `kernelscope profile`"),
+     "the shipped CuTe DSL GEMM (A) vs cuBLAS (B), bf16 4096^3, H200, `kernelscope profile`",
+     ("the shipped GEMM", "cuBLAS at bf16 4096^3 (H200)")),
     ("h200-cute-add-and-cublas-gemm.full.ncu-rep", "cutlass", "nvjet",
-     "a CuTe DSL elementwise kernel (A) beside the cuBLAS bf16 GEMM (B), H200, full section set"),
+     "a CuTe DSL elementwise kernel (A) beside the cuBLAS bf16 GEMM (B), H200, full section set",
+     ("the CuTe DSL add", "the cuBLAS GEMM")),
 ]
 DEMO_INSPECT = ("gemm", "sm_90a")
 
@@ -41,8 +43,10 @@ def demo(ctx, skip_inspect):
     from kernelscope.cli.report_commands import diff
 
     console = _console()
+    name, regex_a, regex_b, _, (label_a, label_b) = DEMO_DIFFS[0]
+    console.print(f"[bold]{verdict_sentence(recorded_report(name), regex_a, regex_b, label_a, label_b)}[/bold]")
     step = 1
-    for name, regex_a, regex_b, what in DEMO_DIFFS:
+    for name, regex_a, regex_b, what, _ in DEMO_DIFFS:
         report = recorded_report(name)
         console.rule(f"[bold]{step}. Recorded report: {what}")
         console.print(f"[dim]$ kernelscope diff {report}:{regex_a} {report}:{regex_b}[/dim]")
@@ -60,6 +64,25 @@ def demo(ctx, skip_inspect):
     console.print("  kernelscope run gemm --vs cublas          # correctness, then timing against cuBLAS")
     console.print("  kernelscope profile gemm --vs cublas      # both under Nsight Compute, then this diff")
     console.print("  kernelscope diff mine.ncu-rep:REGEX theirs.ncu-rep:REGEX   # any two reports")
+
+
+def verdict_sentence(report: Path, regex_a: str, regex_b: str, label_a: str, label_b: str) -> str:
+    """'the shipped GEMM is 1.6% slower than cuBLAS ...; the main reason: ...', from the recorded report."""
+    from kernelscope.cli.report_commands import resolve_one
+    from kernelscope.reports.findings import reason_text
+    from kernelscope.rules.diagnosis import diagnose
+
+    result = diagnose(resolve_one(f"{report}:{regex_a}", "A"), resolve_one(f"{report}:{regex_b}", "B"))
+    v = result.verdict
+    if v is None or not v.known:
+        return f"{label_a} vs {label_b}: durations not recorded."
+    if v.faster == "same":
+        return f"{label_a} runs as fast as {label_b}."
+    relation = "slower" if v.faster == "b" else "faster"
+    share = (v.slower_by or 0.0) if v.faster == "b" else 1 - (v.b_ns / v.a_ns)
+    sentence = f"{label_a} is {share * 100:.1f}% {relation} than {label_b}"
+    reason = reason_text(result)
+    return sentence + (f"; the main reason: {reason}." if reason else ".")
 
 
 def _console():

@@ -49,14 +49,11 @@ def _is_sweep(doc: object) -> bool:
 def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> dict | None:
     """Rule findings for a pair, where this installation has the rules engine (None: no rules ran)."""
     try:
-        from kernelscope.rules import engine
+        from kernelscope.reports.findings import diagnosis_json
+        from kernelscope.rules.diagnosis import diagnose
     except ImportError:
         return None
-    evaluate_all = getattr(engine, "evaluate_all", None)
-    if evaluate_all is None:
-        return None
-    result = evaluate_all(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
-    return {"findings": [f.to_dict() for f in result.findings], "rules_not_evaluated": dict(result.not_evaluated)}
+    return diagnosis_json(diagnose(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog))
 
 
 def _pair_page(a, b, options):

@@ -75,6 +75,7 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
         findings=doc.get("findings"),
         rules_not_evaluated=dict(doc.get("rules_not_evaluated") or {}),
     )
+    page.lead = _verdict_html(doc.get("verdict"), name_a, name_b)
     page.blocks.append(("What was compared", _identity_table([a, b], ["A", "B"])))
 
     static = any((side.get("session") or {}).get("tool") == "static" for side in (a, b))
@@ -442,6 +443,29 @@ def _identity_table(identities: list[dict[str, Any]], roles: list[str]) -> str:
     return f"<table class=\"identity\"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _verdict_html(verdict: dict[str, Any] | None, name_a: str, name_b: str) -> str:
+    """The headline: who is faster and by how much, and the main reason when one is named."""
+    if not verdict:
+        return ""
+    a_ns, b_ns, faster = verdict.get("a_ns"), verdict.get("b_ns"), verdict.get("faster")
+    if not (_is_number(a_ns) and _is_number(b_ns)) or faster is None:
+        return "<p>Durations: not collected for both kernels; no verdict on which is faster.</p>"
+    a_text, b_text = format_value(a_ns, "ns"), format_value(b_ns, "ns")
+    if faster == "same":
+        text = f"A and B take the same time ({a_text} vs {b_text})."
+    else:
+        slower, quicker = ("A", "B") if faster == "b" else ("B", "A")
+        gap = format_value(abs(float(a_ns) - float(b_ns)), "ns")
+        text = (f"{slower} is {float(verdict.get('slower_by') or 0.0) * 100:.1f}% slower than {quicker} "
+                f"({a_text} vs {b_text}, a gap of {gap}).")
+    out = f"<p class=\"verdict\"><b>{_e(text)}</b></p>"
+    reason = verdict.get("main_reason")
+    if reason:
+        share = f" (explains ~{float(reason['explains']) * 100:.0f}% of the gap)" if _is_number(reason.get("explains")) else ""
+        out += f"<p><b>Main reason:</b> {_e(reason.get('title'))}{_e(share)}</p>"
+    return out
+
+
 def _findings_html(findings: list[dict[str, Any]] | None) -> str:
     if findings is None:
         return ""
@@ -457,8 +481,15 @@ def _findings_html(findings: list[dict[str, Any]] | None) -> str:
             meta.append(f"compares {_e(f['compares'])}")
         if f.get("section"):
             meta.append(f"ncu section {_e(f['section'])}")
+        if f.get("cause"):
+            meta.append(f"cause {_e(f['cause'])}")
+        if _is_number(f.get("explains")):
+            meta.append(f"explains ~{float(f['explains']) * 100:.0f}% of the gap")
         if _is_number(impact):
-            meta.append(f"estimated impact {float(impact) * 100:.0f}% of the time")
+            meta.append(f"headroom ~{float(impact) * 100:.0f}% of the kernel's time")
+        for e in f.get("evidence") or []:
+            speedup = f", est. speedup {float(e['speedup']):.1f}%" if _is_number(e.get("speedup")) else ""
+            meta.append(f"ncu agrees: {_e(e.get('rule'))} {_e(e.get('title') or '')}{speedup}")
         cards.append(
             f"<div class=\"finding sev-{_e(sev)}\"><div class=\"fhead\"><span class=\"badge\">{_e(sev)}</span> "
             f"<b>{_e(f.get('title'))}</b></div><p>{_e(f.get('message'))}</p>"

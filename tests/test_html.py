@@ -123,7 +123,10 @@ def test_findings_are_shown_when_the_document_has_them(fixture_file, tmp_path):
     section = text.split('<section id="findings">', 1)[1].split("</section>", 1)[0]
     assert "Example finding &lt;b&gt;escaped&lt;/b&gt;" in section
     assert "95% more branch instructions" in section and "Hoist the bounds check." in section
-    assert "4.10 %" in section and "25% of the time" in section
+    assert "4.10 %" in section and "headroom ~25% of the kernel's time" in section
+    # The headline leads the page: B (the GEMM) is the slower kernel here.
+    summary = text.split('<section id="summary">', 1)[1].split("</section>", 1)[0]
+    assert "B is 206.3% slower than A" in summary
     assert "Not evaluated (metrics not collected): tail-wave (target.waves_per_sm)" in section
     # A diff JSON has catalog values only: no roofline, and the page says why.
     assert 'data-plot="roofline"' not in text and "No roofline: a diff JSON" in text

@@ -1,0 +1,554 @@
+// Slow/fast kernel pairs, each slow kernel differing from its fast twin by one planted defect
+// (the cause ids of rules/causes.toml). Every pair does the same work and writes the same output;
+// the program checks each pair's outputs against each other and exits 1 if any disagree.
+//
+//   nvcc -O3 -arch=sm_90a -lineinfo -o corpus corpus.cu
+//   ./corpus            correctness, then a timing table (median of 20 launches, CUDA events)
+//   ./corpus --profile  correctness, then one launch of each kernel inside cudaProfilerStart/Stop
+//                       (for ncu --profile-from-start off)
+//
+// Kernel names are extern "C" and unique ("<pair>_slow", "<pair>_fast"), so a report's kernels
+// are selected by name: REPORT:^uncoalesced_slow$.
+#include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#define CHECK(call)                                                                        \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
+            exit(3);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+constexpr int kThreads = 256;
+
+// ---------------------------------------------------------------- uncoalesced-access
+// A row-major R x C matrix scaled element-wise. The fast kernel maps consecutive threads to
+// consecutive columns; the slow one to consecutive rows, so each warp touches 32 rows.
+constexpr int kRows = 8192, kCols = 4096;
+extern "C" __global__ void uncoalesced_fast(const float* __restrict__ in, float* __restrict__ out) {
+    unsigned idx = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned r = idx / kCols, c = idx % kCols;
+    out[r * kCols + c] = in[r * kCols + c] * 2.0f + 1.0f;
+}
+extern "C" __global__ void uncoalesced_slow(const float* __restrict__ in, float* __restrict__ out) {
+    unsigned idx = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned r = idx % kRows, c = idx / kRows;
+    out[r * kCols + c] = in[r * kCols + c] * 2.0f + 1.0f;
+}
+
+// ---------------------------------------------------------------- narrow-access
+// A byte-wise XOR over a buffer: 16 bytes per thread in one 128-bit access, or 1 byte per thread.
+extern "C" __global__ void narrow_fast(const uint4* __restrict__ in, uint4* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint4 v = in[i];
+    v.x ^= 0x5A5A5A5Au; v.y ^= 0x5A5A5A5Au; v.z ^= 0x5A5A5A5Au; v.w ^= 0x5A5A5A5Au;
+    out[i] = v;
+}
+extern "C" __global__ void narrow_slow(const uint8_t* __restrict__ in, uint8_t* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = in[i] ^ 0x5A;
+}
+
+// ---------------------------------------------------------------- bank-conflicts
+// Tiled transpose through shared memory. The slow tile is 32 x 32 floats, so reading a column
+// hits one bank 32 times; the fast tile pads each row by one float.
+constexpr int kTRows = 4096, kTCols = 8192, kTile = 32;
+template <int PAD>
+__device__ __forceinline__ void transpose_tile(const float* __restrict__ in, float* __restrict__ out) {
+    __shared__ float tile[kTile][kTile + PAD];
+    int x = blockIdx.x * kTile + threadIdx.x, y = blockIdx.y * kTile + threadIdx.y;
+    for (int j = 0; j < kTile; j += 8) tile[threadIdx.y + j][threadIdx.x] = in[(size_t)(y + j) * kTCols + x];
+    __syncthreads();
+    x = blockIdx.y * kTile + threadIdx.x;
+    y = blockIdx.x * kTile + threadIdx.y;
+    for (int j = 0; j < kTile; j += 8) out[(size_t)(y + j) * kTRows + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+extern "C" __global__ void bank_conflicts_fast(const float* __restrict__ in, float* __restrict__ out) { transpose_tile<1>(in, out); }
+extern "C" __global__ void bank_conflicts_slow(const float* __restrict__ in, float* __restrict__ out) { transpose_tile<0>(in, out); }
+
+// ---------------------------------------------------------------- divergence
+// Even elements take an FP32 path, odd ones an integer path. The slow kernel gives element i to
+// thread i, so every warp runs both paths; the fast one gives a warp only even or only odd elements.
+constexpr int kDivIters = 256;
+__device__ __forceinline__ float divergent_work(size_t i, float x) {
+    if (i & 1) {
+        unsigned h = __float_as_uint(x);
+        for (int k = 0; k < kDivIters; ++k) h = (h ^ (h << 7)) + (h >> 3) + 0x9E3779B9u;
+        return (float)(h & 0xFFFF);
+    }
+    for (int k = 0; k < kDivIters; ++k) x = x * 0.999f + 0.001f;
+    return x;
+}
+extern "C" __global__ void divergence_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t w = t >> 5, lane = t & 31;
+    size_t i = (w >> 1) * 64 + 2 * lane + (w & 1);
+    out[i] = divergent_work(i, in[i]);
+}
+extern "C" __global__ void divergence_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = divergent_work(i, in[i]);
+}
+
+// ---------------------------------------------------------------- atomic-contention
+// Per-bin sums of an integer array (bin = index % kBins). The grid stride is a multiple of kBins,
+// so a thread always adds to one bin: the fast kernel sums in a register and adds once, the slow
+// one issues an atomic per element to the same 256 addresses.
+constexpr int kBins = 256;
+extern "C" __global__ void atomic_contention_fast(const unsigned* __restrict__ in, unsigned* bins, size_t n) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned acc = 0;
+    for (size_t i = t; i < n; i += stride) acc += in[i];
+    atomicAdd(&bins[t % kBins], acc);
+}
+extern "C" __global__ void atomic_contention_slow(const unsigned* __restrict__ in, unsigned* bins, size_t n) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (size_t i = t; i < n; i += stride) atomicAdd(&bins[i % kBins], in[i]);
+}
+
+// ---------------------------------------------------------------- spills-local
+// Each thread keeps 8 accumulators and updates a pseudo-random one 64 times. The slow kernel
+// indexes the array with the runtime index (local memory); the fast one selects with a static
+// unrolled compare, so the array stays in registers. Same values, same order.
+constexpr int kLocalIters = 64;
+extern "C" __global__ void spills_local_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = in[i], a[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a[k] = x + k;
+    unsigned h = (unsigned)i * 2654435761u;
+    for (int it = 0; it < kLocalIters; ++it) {
+        h = h * 1664525u + 1013904223u;
+        unsigned j = h >> 29;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) a[k] = (j == (unsigned)k) ? fmaf(a[k], 0.75f, 1.0f) : a[k];
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) s += a[k];
+    out[i] = s;
+}
+extern "C" __global__ void spills_local_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = in[i], a[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a[k] = x + k;
+    unsigned h = (unsigned)i * 2654435761u;
+    for (int it = 0; it < kLocalIters; ++it) {
+        h = h * 1664525u + 1013904223u;
+        unsigned j = h >> 29;
+        a[j] = fmaf(a[j], 0.75f, 1.0f);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) s += a[k];
+    out[i] = s;
+}
+
+// ---------------------------------------------------------------- grid-too-small
+// out = in * a + b with a grid-stride loop; the slow launch has blocks for half the SMs.
+extern "C" __global__ void grid_too_small_slow(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+        float4 v = in[i];
+        out[i] = make_float4(v.x * 3.0f + 1.0f, v.y * 3.0f + 1.0f, v.z * 3.0f + 1.0f, v.w * 3.0f + 1.0f);
+    }
+}
+extern "C" __global__ void grid_too_small_fast(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+        float4 v = in[i];
+        out[i] = make_float4(v.x * 3.0f + 1.0f, v.y * 3.0f + 1.0f, v.z * 3.0f + 1.0f, v.w * 3.0f + 1.0f);
+    }
+}
+
+// ---------------------------------------------------------------- occupancy-registers / -shared-memory
+// One element per thread, one load in flight per warp: throughput comes from resident warps.
+// occupancy_registers_slow carries a path never taken at run time (rare == 0) that holds 96
+// values live, so the kernel is allocated ~100 registers and fits 2 blocks of 256 per SM.
+// occupancy_shared_memory_slow is launched with 100 KB of dynamic shared memory it never uses.
+__device__ __forceinline__ float stream_op(float x) { return x * 1.5f - 0.25f; }
+extern "C" __global__ void occupancy_registers_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = stream_op(in[i]);
+}
+constexpr int kRareLive = 96;
+extern "C" __global__ void occupancy_registers_slow(const float* __restrict__ in, float* __restrict__ out, int rare) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (rare) {
+        float v[kRareLive];
+#pragma unroll
+        for (int k = 0; k < kRareLive; ++k) v[k] = in[i * kRareLive + k];
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < kRareLive; ++k) s = fmaf(v[k], v[kRareLive - 1 - k], s);
+#pragma unroll
+        for (int k = 0; k < kRareLive; ++k) out[i * kRareLive + k] = v[k] * s;
+        return;
+    }
+    out[i] = stream_op(in[i]);
+}
+extern "C" __global__ void occupancy_shared_memory_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = stream_op(in[i]);
+}
+extern "C" __global__ void occupancy_shared_memory_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = stream_op(in[i]);
+}
+
+// ---------------------------------------------------------------- unfused-fp32
+// 256 steps of x = x * a + b: one FFMA each in the fast kernel, FMUL + FADD (round-to-nearest
+// intrinsics, which the compiler may not contract) in the slow one.
+constexpr int kFmaIters = 256;
+extern "C" __global__ void unfused_fp32_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = in[i], y = x + 0.5f;
+#pragma unroll 16
+    for (int k = 0; k < kFmaIters; ++k) { x = fmaf(x, 0.99f, 0.01f); y = fmaf(y, 0.98f, 0.02f); }
+    out[i] = x + y;
+}
+extern "C" __global__ void unfused_fp32_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = in[i], y = x + 0.5f;
+#pragma unroll 16
+    for (int k = 0; k < kFmaIters; ++k) {
+        x = __fadd_rn(__fmul_rn(x, 0.99f), 0.01f);
+        y = __fadd_rn(__fmul_rn(y, 0.98f), 0.02f);
+    }
+    out[i] = x + y;
+}
+
+// ---------------------------------------------------------------- integer-index-math
+// Swap the two outer dimensions of an [A, B, C, D] tensor. The slow kernel decomposes a flat
+// 64-bit index with runtime div/mod per element; the fast one takes (a*B+b, c) from the grid and
+// d from the thread. Same loads and stores.
+struct Dims4 { size_t A, B, C, D; };
+extern "C" __global__ void integer_index_math_slow(const float* __restrict__ in, float* __restrict__ out, Dims4 s) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t d = i % s.D, t = i / s.D;
+    size_t c = t % s.C; t /= s.C;
+    size_t b = t % s.B, a = t / s.B;
+    out[((b * s.A + a) * s.C + c) * s.D + d] = in[i] + 1.0f;
+}
+extern "C" __global__ void integer_index_math_fast(const float* __restrict__ in, float* __restrict__ out, Dims4 s) {
+    unsigned ab = blockIdx.z, c = blockIdx.y;
+    unsigned d = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned a = ab / (unsigned)s.B, b = ab - a * (unsigned)s.B;  // one 32-bit division of a block index
+    size_t src = ((size_t)ab * s.C + c) * s.D + d;
+    out[(((size_t)b * s.A + a) * s.C + c) * s.D + d] = in[src] + 1.0f;
+}
+
+// ---------------------------------------------------------------- special-math
+// sum_k exp(x + k*d) for k < 64: one MUFU.EX2 per term in the slow kernel; the fast one uses
+// exp(x + k*d) = exp(x) * exp(d)^k, one multiply per term.
+constexpr int kExpTerms = 64;
+constexpr float kExpStep = -1.0f / 64.0f;
+extern "C" __global__ void special_math_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = in[i], s = 0.f;
+#pragma unroll 8
+    for (int k = 0; k < kExpTerms; ++k) s += __expf(x + k * kExpStep);
+    out[i] = s;
+}
+extern "C" __global__ void special_math_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float e = __expf(in[i]), r = __expf(kExpStep), s = 0.f;
+#pragma unroll 8
+    for (int k = 0; k < kExpTerms; ++k) { s += e; e *= r; }
+    out[i] = s;
+}
+
+// ---------------------------------------------------------------- exposed-latency
+// Per-thread partial sums over a grid-stride loop. The slow kernel waits for each load before
+// the next (one in flight); the fast one issues 8 loads, then adds them in the same order.
+extern "C" __global__ void exposed_latency_slow(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    size_t stride = (size_t)gridDim.x * blockDim.x, t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.f;
+#pragma unroll 1
+    for (size_t i = t; i < n; i += stride) acc += in[i];
+    out[t] = acc;
+}
+extern "C" __global__ void exposed_latency_fast(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    size_t stride = (size_t)gridDim.x * blockDim.x, t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.f;
+    for (size_t i = t; i < n; i += 8 * stride) {  // n is a multiple of 8 * stride
+        float v[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = in[i + k * stride];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc += v[k];
+    }
+    out[t] = acc;
+}
+
+// ---------------------------------------------------------------- dram-traffic
+// Per-thread sum and sum of squares of a 128 MB array (bigger than L2). The slow kernel sweeps
+// the array twice, once per statistic; the fast one once for both. Same order per statistic.
+extern "C" __global__ void dram_traffic_slow(const float4* __restrict__ in, float2* __restrict__ out, size_t n4) {
+    size_t stride = (size_t)gridDim.x * blockDim.x, t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.f, q = 0.f;
+    for (size_t i = t; i < n4; i += stride) { float4 v = in[i]; s += v.x + v.y + v.z + v.w; }
+    for (size_t i = t; i < n4; i += stride) { float4 v = in[i]; q += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w; }
+    out[t] = make_float2(s, q);
+}
+extern "C" __global__ void dram_traffic_fast(const float4* __restrict__ in, float2* __restrict__ out, size_t n4) {
+    size_t stride = (size_t)gridDim.x * blockDim.x, t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.f, q = 0.f;
+    for (size_t i = t; i < n4; i += stride) {
+        float4 v = in[i];
+        s += v.x + v.y + v.z + v.w;
+        q += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    out[t] = make_float2(s, q);
+}
+
+// ---------------------------------------------------------------- harness
+__global__ void fill_random(float* p, size_t n, unsigned seed, float lo, float hi) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned h = (unsigned)i * 2654435761u ^ seed;
+        h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+        p[i] = lo + (hi - lo) * (h >> 8) * (1.0f / 16777216.0f);
+    }
+}
+
+struct Pair {
+    std::string name;
+    std::function<void()> prepare;          // before every launch of either kernel (not timed)
+    std::function<void()> slow, fast;       // one launch each; each writes its own output
+    std::function<bool(std::string&)> check;  // compares the two outputs
+};
+
+static int g_sms = 132;
+static std::vector<void*> g_allocs;
+template <class T> T* dev(size_t n) {
+    void* p; CHECK(cudaMalloc(&p, n * sizeof(T))); CHECK(cudaMemset(p, 0, n * sizeof(T)));
+    g_allocs.push_back(p); return (T*)p;
+}
+static float* random_floats(size_t n, unsigned seed, float lo, float hi) {
+    float* p = dev<float>(n);
+    fill_random<<<g_sms * 8, kThreads>>>(p, n, seed, lo, hi);
+    CHECK(cudaGetLastError());
+    return p;
+}
+
+// Max |a-b| / (|b| + atol) over the outputs; rtol 0 demands bitwise-equal floats.
+static bool compare_floats(const float* a_dev, const float* b_dev, size_t n, double rtol, std::string& why) {
+    std::vector<float> a(n), b(n);
+    CHECK(cudaMemcpy(a.data(), a_dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(b.data(), b_dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+    double worst = 0; size_t at = 0, nonzero = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(a[i]) || !std::isfinite(b[i])) { why = "non-finite at " + std::to_string(i); return false; }
+        nonzero += b[i] != 0.f;
+        double err = rtol == 0 ? (a[i] != b[i]) : std::fabs((double)a[i] - b[i]) / (std::fabs((double)b[i]) + 1e-6);
+        if (err > worst) { worst = err; at = i; }
+    }
+    char buf[160];
+    snprintf(buf, sizeof buf, "max rel err %.2e at %zu (%g vs %g), %zu/%zu nonzero", worst, at, a[at], b[at], nonzero, n);
+    why = buf;
+    return nonzero > 0 && (rtol == 0 ? worst == 0 : worst <= rtol);
+}
+static bool compare_bytes(const void* a_dev, const void* b_dev, size_t n, std::string& why) {
+    std::vector<uint8_t> a(n), b(n);
+    CHECK(cudaMemcpy(a.data(), a_dev, n, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(b.data(), b_dev, n, cudaMemcpyDeviceToHost));
+    size_t diff = 0, nonzero = 0;
+    for (size_t i = 0; i < n; ++i) { diff += a[i] != b[i]; nonzero += b[i] != 0; }
+    why = std::to_string(diff) + " of " + std::to_string(n) + " bytes differ";
+    return diff == 0 && nonzero > 0;
+}
+
+static std::vector<Pair> build_pairs() {
+    std::vector<Pair> pairs;
+    auto none = [] {};
+    {   // uncoalesced-access
+        size_t n = (size_t)kRows * kCols;
+        float *in = random_floats(n, 1, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"uncoalesced", none,
+            [=] { uncoalesced_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { uncoalesced_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // narrow-access
+        size_t n = (size_t)128 << 20;
+        uint8_t* in = (uint8_t*)random_floats(n / 4, 2, -1, 1);
+        uint8_t *a = dev<uint8_t>(n), *b = dev<uint8_t>(n);
+        pairs.push_back({"narrow", none,
+            [=] { narrow_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { narrow_fast<<<n / 16 / kThreads, kThreads>>>((const uint4*)in, (uint4*)b); },
+            [=](std::string& w) { return compare_bytes(a, b, n, w); }});
+    }
+    {   // bank-conflicts
+        size_t n = (size_t)kTRows * kTCols;
+        float *in = random_floats(n, 3, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        dim3 grid(kTCols / kTile, kTRows / kTile), block(kTile, 8);
+        pairs.push_back({"bank_conflicts", none,
+            [=] { bank_conflicts_slow<<<grid, block>>>(in, a); },
+            [=] { bank_conflicts_fast<<<grid, block>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // divergence
+        size_t n = (size_t)8 << 20;
+        float *in = random_floats(n, 4, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"divergence", none,
+            [=] { divergence_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { divergence_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // atomic-contention
+        size_t n = (size_t)8 << 20;
+        unsigned* in = (unsigned*)random_floats(n, 5, 0, 1);
+        unsigned *a = dev<unsigned>(kBins), *b = dev<unsigned>(kBins);
+        int blocks = g_sms * 8;  // stride 256 * blocks is a multiple of kBins
+        pairs.push_back({"atomic_contention",
+            [=] { CHECK(cudaMemset(a, 0, kBins * 4)); CHECK(cudaMemset(b, 0, kBins * 4)); },
+            [=] { atomic_contention_slow<<<blocks, kThreads>>>(in, a, n); },
+            [=] { atomic_contention_fast<<<blocks, kThreads>>>(in, b, n); },
+            [=](std::string& w) { return compare_bytes(a, b, kBins * 4, w); }});
+    }
+    {   // spills-local
+        size_t n = (size_t)4 << 20;
+        float *in = random_floats(n, 6, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"spills_local", none,
+            [=] { spills_local_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { spills_local_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // grid-too-small
+        size_t n4 = (size_t)4 << 20;  // 64 MB of float4
+        float4* in = (float4*)random_floats(n4 * 4, 7, -1, 1);
+        float4 *a = dev<float4>(n4), *b = dev<float4>(n4);
+        int small = std::max(1, g_sms / 2), full = g_sms * 8;
+        pairs.push_back({"grid_too_small", none,
+            [=] { grid_too_small_slow<<<small, kThreads>>>(in, a, n4); },
+            [=] { grid_too_small_fast<<<full, kThreads>>>(in, b, n4); },
+            [=](std::string& w) { return compare_floats((float*)a, (float*)b, n4 * 4, 0, w); }});
+    }
+    {   // occupancy-registers
+        size_t n = (size_t)16 << 20;
+        float *in = random_floats(n, 8, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"occupancy_registers", none,
+            [=] { occupancy_registers_slow<<<n / kThreads, kThreads>>>(in, a, 0); },
+            [=] { occupancy_registers_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // occupancy-shared-memory
+        size_t n = (size_t)16 << 20;
+        int smem = 100 * 1024;
+        CHECK(cudaFuncSetAttribute(occupancy_shared_memory_slow, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        float *in = random_floats(n, 9, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"occupancy_shared_memory", none,
+            [=] { occupancy_shared_memory_slow<<<n / kThreads, kThreads, smem>>>(in, a); },
+            [=] { occupancy_shared_memory_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // unfused-fp32
+        size_t n = (size_t)8 << 20;
+        float *in = random_floats(n, 10, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"unfused_fp32", none,
+            [=] { unfused_fp32_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { unfused_fp32_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 1e-4, w); }});
+    }
+    {   // integer-index-math
+        Dims4 s{64, 64, 64, 128};
+        size_t n = s.A * s.B * s.C * s.D;
+        float *in = random_floats(n, 11, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        dim3 grid(s.D / 128, s.C, s.A * s.B);
+        pairs.push_back({"integer_index_math", none,
+            [=] { integer_index_math_slow<<<n / kThreads, kThreads>>>(in, a, s); },
+            [=] { integer_index_math_fast<<<grid, 128>>>(in, b, s); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // special-math
+        size_t n = (size_t)8 << 20;
+        float *in = random_floats(n, 12, -1, 0), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"special_math", none,
+            [=] { special_math_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { special_math_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 1e-4, w); }});
+    }
+    {   // exposed-latency
+        int blocks = g_sms * 4;
+        size_t stride = (size_t)blocks * kThreads, n = stride * 256;
+        float *in = random_floats(n, 13, -1, 1), *a = dev<float>(stride), *b = dev<float>(stride);
+        pairs.push_back({"exposed_latency", none,
+            [=] { exposed_latency_slow<<<blocks, kThreads>>>(in, a, n); },
+            [=] { exposed_latency_fast<<<blocks, kThreads>>>(in, b, n); },
+            [=](std::string& w) { return compare_floats(a, b, stride, 0, w); }});
+    }
+    {   // dram-traffic
+        int blocks = g_sms * 8;
+        size_t n4 = (size_t)8 << 20;  // 128 MB
+        float4* in = (float4*)random_floats(n4 * 4, 14, -1, 1);
+        size_t threads = (size_t)blocks * kThreads;
+        float2 *a = dev<float2>(threads), *b = dev<float2>(threads);
+        pairs.push_back({"dram_traffic", none,
+            [=] { dram_traffic_slow<<<blocks, kThreads>>>(in, a, n4); },
+            [=] { dram_traffic_fast<<<blocks, kThreads>>>(in, b, n4); },
+            [=](std::string& w) { return compare_floats((float*)a, (float*)b, threads * 2, 0, w); }});
+    }
+    return pairs;
+}
+
+static double median_us(const Pair& p, const std::function<void()>& launch) {
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start)); CHECK(cudaEventCreate(&stop));
+    std::vector<float> ms;
+    for (int rep = 0; rep < 23; ++rep) {
+        p.prepare();
+        CHECK(cudaEventRecord(start));
+        launch();
+        CHECK(cudaEventRecord(stop));
+        CHECK(cudaEventSynchronize(stop));
+        float t; CHECK(cudaEventElapsedTime(&t, start, stop));
+        if (rep >= 3) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    CHECK(cudaEventDestroy(start)); CHECK(cudaEventDestroy(stop));
+    return ms[ms.size() / 2] * 1000.0;
+}
+
+int main(int argc, char** argv) {
+    bool profile = argc > 1 && !strcmp(argv[1], "--profile");
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    g_sms = prop.multiProcessorCount;
+    std::vector<Pair> pairs = build_pairs();
+    CHECK(cudaDeviceSynchronize());
+    int failed = 0;
+    printf("%s, %d SMs\n", prop.name, g_sms);
+    for (const Pair& p : pairs) {
+        p.prepare();
+        if (profile) CHECK(cudaProfilerStart());
+        p.slow();
+        p.fast();
+        if (profile) CHECK(cudaProfilerStop());
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        std::string why;
+        bool ok = p.check(why);
+        failed += !ok;
+        if (profile) {
+            printf("%-24s %s  %s\n", p.name.c_str(), ok ? "ok  " : "FAIL", why.c_str());
+            continue;
+        }
+        double slow = median_us(p, p.slow), fast = median_us(p, p.fast);
+        printf("%-24s %s  slow %8.1f us  fast %8.1f us  gap %5.2fx  %s\n", p.name.c_str(), ok ? "ok  " : "FAIL",
+               slow, fast, slow / fast, why.c_str());
+    }
+    for (void* ptr : g_allocs) CHECK(cudaFree(ptr));
+    if (failed) fprintf(stderr, "%d pair(s) disagree\n", failed);
+    return failed ? 1 : 0;
+}

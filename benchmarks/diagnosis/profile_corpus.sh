@@ -2,6 +2,7 @@
 # Builds the planted pairs (corpus.cu), checks and times every pair (planted and peers.py), then
 # profiles one launch of each kernel under Nsight Compute's full set and writes xz -9 reports.
 #   bash benchmarks/diagnosis/profile_corpus.sh OUT_DIR
+#   PARTS=planted bash benchmarks/diagnosis/profile_corpus.sh OUT_DIR    (planted pairs only)
 # On the GPU machine, with quack and flash_attn.cute importable (the GPU kit). Writes
 # OUT_DIR/{gpu.txt,timing.txt,ncu.log,planted.ncu-rep.xz,peers.ncu-rep.xz}.
 set -u
@@ -13,14 +14,19 @@ BUILD=$(mktemp -d)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv,noheader > "$OUT_DIR/gpu.txt"
 nvcc -O3 -arch=sm_90a -lineinfo -o "$BUILD/corpus" "$HERE/corpus.cu" || { echo "build failed"; exit 1; }
 
+PARTS=${PARTS:-planted peers}
+has() { [[ " $PARTS " == *" $1 "* ]]; }
 status=0
-{ "$BUILD/corpus" || status=1; python3 "$HERE/peers.py" || status=1; } > "$OUT_DIR/timing.txt" 2>&1
+{
+    if has planted; then "$BUILD/corpus" || status=1; fi
+    if has peers; then python3 "$HERE/peers.py" || status=1; fi
+} > "$OUT_DIR/timing.txt" 2>&1
 
 # One launch per kernel: the programs open the profiler only around the launches to record.
 NCU_FLAGS=(--set full --import-source no --clock-control none --profile-from-start off --nvtx)
 {
-    timeout 300 "$NCU" "${NCU_FLAGS[@]}" -o "$OUT_DIR/planted" -f "$BUILD/corpus" --profile || status=1
-    timeout 240 "$NCU" "${NCU_FLAGS[@]}" -o "$OUT_DIR/peers" -f python3 "$HERE/peers.py" --profile || status=1
+    if has planted; then timeout 300 "$NCU" "${NCU_FLAGS[@]}" -o "$OUT_DIR/planted" -f "$BUILD/corpus" --profile || status=1; fi
+    if has peers; then timeout 240 "$NCU" "${NCU_FLAGS[@]}" -o "$OUT_DIR/peers" -f python3 "$HERE/peers.py" --profile || status=1; fi
 } > "$OUT_DIR/ncu.log" 2>&1
 for rep in planted peers; do
     [ -f "$OUT_DIR/$rep.ncu-rep" ] && xz -9 -f "$OUT_DIR/$rep.ncu-rep"

@@ -1,0 +1,294 @@
+"""Does a diagnosis name the known cause of a slow kernel first? kernelscope vs Nsight Compute's own rules.
+
+For each labelled slow/fast pair (DIR/labels.toml, default benchmarks/diagnosis/), it runs
+`kernelscope diff SLOW FAST --format json` (the slower kernel as target, the faster as reference)
+and reads ncu's rule results of the slower kernel from the same report, ranked by ncu's
+estimated speedup. Each finding or rule result is mapped to a cause id of rules/causes.toml; a
+pair is a hit@k when one of the first k findings names its labelled cause.
+
+    python3 benchmarks/bench_diagnosis.py                    # the committed corpus
+    python3 benchmarks/bench_diagnosis.py --dir HELD_OUT     # any directory with a labels.toml
+    python3 benchmarks/bench_diagnosis.py --json result.json
+
+Needs no GPU: it reads recorded reports (ncu_report must be importable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import lzma
+import shutil
+import sys
+import tempfile
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = REPO / "benchmarks" / "diagnosis"
+CAUSES_FILE = REPO / "rules" / "causes.toml"
+TOP_K = 3
+
+# kernelscope rules as they are before findings carry a `cause` field: the cause a rule's
+# message claims. Used only for a finding without `cause`. Rules that describe a symptom shared
+# by many causes (SM or memory throughput below the reference, more instructions, stall kinds
+# other than long scoreboard, TMA share) name no cause.
+KERNELSCOPE_RULE_CAUSES: dict[str, str | None] = {
+    "address-math-vs-reference": "integer-index-math",
+    "local-memory-in-binary": "spills-local",
+    "local-memory-spills": "spills-local",
+    "shared-bank-conflicts": "bank-conflicts",
+    "register-pressure": "occupancy-registers",
+    "shared-memory-near-limit": "occupancy-shared-memory",
+    "stall-long-scoreboard": "exposed-latency",
+    "tail-effect": "grid-too-small",
+    "tensor-pipe-below-reference": "tensor-underused",
+    "no-hgmma-on-sm90": "tensor-underused",
+    # occupancy-limiter names its limiter in the message: see kernelscope_cause().
+}
+
+# Nsight Compute rule results: (rule identifier, words that must appear in the title or message,
+# cause). The first entry that matches a result decides; a result matching none names no cause.
+# A rule maps to a cause only when its text is about that cause; the generic ones (issue slots,
+# pipe utilization other than XU, L2 compression, roofline, achieved occupancy, workload
+# imbalance, bottleneck summaries other than "Small Grid") name none.
+NCU_RULE_CAUSES: list[tuple[str, tuple[str, ...], str]] = [
+    ("UncoalescedGlobalAccess", (), "uncoalesced-access"),
+    ("UncoalescedSharedAccess", (), "bank-conflicts"),
+    ("SharedMemoryConflicts", (), "bank-conflicts"),
+    ("ThreadDivergence", (), "divergence"),
+    ("FPInstructions", ("non-fused",), "unfused-fp32"),
+    ("TheoreticalOccupancy", ("registers",), "occupancy-registers"),
+    ("TheoreticalOccupancy", ("shared memory",), "occupancy-shared-memory"),
+    ("LaunchConfiguration", ("small grid",), "grid-too-small"),
+    ("LaunchConfiguration", ("tail effect",), "grid-too-small"),
+    ("SOLBottleneck", ("small grid",), "grid-too-small"),
+    ("MemoryCacheAccessPattern", ("local",), "spills-local"),
+    ("MemoryCacheAccessPattern", ("shared",), "bank-conflicts"),
+    ("MemoryCacheAccessPattern", ("global",), "uncoalesced-access"),
+    ("CPIStall", ("long scoreboard",), "exposed-latency"),
+    ("HighPipeUtilization", ("xu is the highest",), "special-math"),
+]
+
+
+@dataclass
+class Pair:
+    id: str
+    report: Path
+    slow: str
+    fast: str
+    cause: str | None
+    scored: bool
+    why: str
+
+
+@dataclass
+class Judgement:
+    """One diagnosis of one pair: its ranked findings (rule id, cause or None)."""
+    ranked: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def causes(self, k: int = TOP_K) -> list[str | None]:
+        return [cause for _, cause in self.ranked[:k]]
+
+    def hit(self, cause: str | None, k: int) -> bool:
+        return cause is not None and cause in self.causes(k)
+
+
+def load_causes(path: Path = CAUSES_FILE) -> set[str]:
+    with open(path, "rb") as f:
+        return set(tomllib.load(f))
+
+
+def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
+    labels = directory / "labels.toml"
+    try:
+        with open(labels, "rb") as f:
+            entries = tomllib.load(f).get("pair", [])
+    except FileNotFoundError:
+        raise SystemExit(f"bench_diagnosis: {labels}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SystemExit(f"bench_diagnosis: {labels}: {e}") from None
+    pairs = []
+    for e in entries:
+        scored = e.get("scored", True)
+        cause = e.get("cause")
+        if scored and cause not in causes:
+            raise SystemExit(f"bench_diagnosis: {labels}: pair {e.get('id')!r}: cause {cause!r} is not an id of {CAUSES_FILE.name}")
+        pairs.append(Pair(e["id"], directory / e["report"], e["slow"], e["fast"], cause if scored else None, scored, e.get("why", "")))
+    return pairs
+
+
+def kernelscope_cause(finding: dict) -> str | None:
+    """The cause a kernelscope finding names: its `cause` field, else the rule table."""
+    if "cause" in finding:
+        return finding["cause"] or None
+    rule = finding.get("rule", "")
+    if rule == "occupancy-limiter":
+        text = finding.get("message", "").lower()
+        if "limited by register" in text:
+            return "occupancy-registers"
+        if "limited by shared" in text:
+            return "occupancy-shared-memory"
+        return None
+    return KERNELSCOPE_RULE_CAUSES.get(rule)
+
+
+def ncu_cause(result: dict) -> str | None:
+    message = result.get("rule_message") or {}
+    text = f"{message.get('title', '')} {message.get('message', '')}".lower()
+    for rule, words, cause in NCU_RULE_CAUSES:
+        if result.get("rule_identifier") == rule and all(w in text for w in words):
+            return cause
+    return None
+
+
+def ncu_ranked(results: list[dict]) -> list[dict]:
+    """ncu's rule results that raised something (warning or worse, with a message), ranked the way
+    its report shows them: by estimated speedup, descending; results without an estimate after,
+    in report order."""
+    fired = [r for r in results
+             if (r.get("rule_message") or {}).get("type", 0) >= 2 and (r.get("rule_message") or {}).get("message")]
+
+    def speedup(r):
+        return (r.get("speedup_estimation") or {}).get("speedup")
+    with_estimate = sorted((r for r in fired if speedup(r) is not None), key=speedup, reverse=True)
+    return with_estimate + [r for r in fired if speedup(r) is None]
+
+
+class Reports:
+    """Plain copies of the (xz) reports, made once, and their ncu_report contexts."""
+
+    def __init__(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="bench-diagnosis-")
+        self._plain: dict[Path, Path] = {}
+        self._contexts: dict[Path, object] = {}
+
+    def plain(self, path: Path) -> Path:
+        if path not in self._plain:
+            if not path.exists():
+                raise SystemExit(f"bench_diagnosis: {path}: no such report")
+            if path.suffix == ".xz":
+                target = Path(self._tmp.name) / f"{len(self._plain)}-{path.name[:-3]}"
+                with lzma.open(path) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            else:
+                target = path
+            self._plain[path] = target
+        return self._plain[path]
+
+    def ncu_action(self, path: Path, selector: str):
+        """The ncu_report action of the kernel that `kernelscope diff` selects with FILE:selector."""
+        from kernelscope.profiler.report import import_ncu_report, load_report, select
+        plain = self.plain(path)
+        if plain not in self._contexts:
+            context = import_ncu_report().load_report(str(plain))
+            actions = [context.range_by_idx(r).action_by_idx(a)
+                       for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
+            self._contexts[plain] = (context, actions, load_report(plain))
+        _, actions, profiles = self._contexts[plain]
+        chosen = select(profiles, selector, what=str(path))
+        if len(chosen) != 1:
+            raise SystemExit(f"bench_diagnosis: {path}:{selector} matches {len(chosen)} kernels")
+        return actions[chosen[0].index]
+
+    def close(self):
+        self._tmp.cleanup()
+
+
+@contextlib.contextmanager
+def parse_each_report_once():
+    """Memoize the report loading of `kernelscope diff` while the benchmark runs: the command
+    runs unchanged, but a report holding 28 kernels is parsed once instead of twice per pair."""
+    import functools
+    from unittest import mock
+
+    from kernelscope.cli import report_commands
+    loader = getattr(report_commands, "load_profiles", None)
+    if loader is None:  # the command loads reports some other way: run it as it is
+        yield
+        return
+    with mock.patch.object(report_commands, "load_profiles", functools.lru_cache(maxsize=None)(loader)):
+        yield
+
+
+def run_kernelscope_diff(slow_spec: str, fast_spec: str) -> dict:
+    """`kernelscope diff SLOW FAST --format json`, run in this process; its parsed JSON."""
+    from kernelscope.cli.main import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["diff", slow_spec, fast_spec, "--format", "json"])
+        except SystemExit as e:
+            if e.code not in (0, None):
+                raise SystemExit(f"bench_diagnosis: kernelscope diff {slow_spec} {fast_spec} failed: {err.getvalue().strip()}") from None
+    return json.loads(out.getvalue())
+
+
+def judge(pair: Pair, reports: Reports) -> dict:
+    plain = reports.plain(pair.report)
+    diff = run_kernelscope_diff(f"{plain}:{pair.slow}", f"{plain}:{pair.fast}")
+    ks = Judgement([(f.get("rule", "?"), kernelscope_cause(f)) for f in diff.get("findings", [])])
+    slow, fast = reports.ncu_action(pair.report, pair.slow), reports.ncu_action(pair.report, pair.fast)
+    ncu_results = ncu_ranked(slow.rule_results_as_dicts())
+    ncu = Judgement([(r.get("rule_identifier", "?"), ncu_cause(r)) for r in ncu_results])
+    slow_ns, fast_ns = (a.metric_by_name("gpu__time_duration.sum").as_double() for a in (slow, fast))
+    row = {"id": pair.id, "cause": pair.cause, "scored": pair.scored,
+           "slow_us": round(slow_ns / 1e3, 2), "fast_us": round(fast_ns / 1e3, 2), "gap": round(slow_ns / fast_ns, 3)}
+    for name, j in (("kernelscope", ks), ("ncu", ncu)):
+        row[name] = {"top": [{"rule": rule, "cause": cause} for rule, cause in j.ranked[:TOP_K]],
+                     "hit1": j.hit(pair.cause, 1), "hit3": j.hit(pair.cause, TOP_K)}
+    return row
+
+
+def totals(rows: list[dict]) -> dict:
+    scored = [r for r in rows if r["scored"]]
+    return {"pairs": len(scored),
+            **{f"{tool}_{k}": sum(r[tool][k] for r in scored) for tool in ("kernelscope", "ncu") for k in ("hit1", "hit3")}}
+
+
+def print_table(rows: list[dict], total: dict) -> None:
+    def causes(entry):
+        return ", ".join(t["cause"] or f"({t['rule']})" for t in entry["top"]) or "-"
+
+    def hits(entry):
+        return f"{'1' if entry['hit1'] else '.'}{'3' if entry['hit3'] else '.'}"
+    print(f"{'pair':<24} {'gap':>5} {'cause':<23} {'ks':<3} {'kernelscope top 3':<66} {'ncu':<3} ncu top 3")
+    for r in rows:
+        cause = r["cause"] if r["scored"] else "(not scored)"
+        print(f"{r['id']:<24} {r['gap']:>5.2f} {cause:<23} {hits(r['kernelscope']):<3} {causes(r['kernelscope'])[:66]:<66} "
+              f"{hits(r['ncu']):<3} {causes(r['ncu'])}")
+    n = total["pairs"]
+    print(f"\n{n} scored pairs. kernelscope: hit@1 {total['kernelscope_hit1']}/{n}, hit@3 {total['kernelscope_hit3']}/{n}. "
+          f"ncu rules: hit@1 {total['ncu_hit1']}/{n}, hit@3 {total['ncu_hit3']}/{n}.")
+    print("(gap: slow/fast duration under ncu; hits: 1 = the first finding names the cause, 3 = one of the first three;"
+          " a rule in parentheses names no cause)")
+
+
+def run(directory: Path, pair_ids: list[str] | None = None) -> tuple[list[dict], dict]:
+    pairs = [p for p in load_pairs(directory, load_causes()) if pair_ids is None or p.id in pair_ids]
+    reports = Reports()
+    try:
+        with parse_each_report_once():
+            rows = [judge(p, reports) for p in pairs]
+    finally:
+        reports.close()
+    return rows, totals(rows)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="directory holding labels.toml (default: %(default)s)")
+    parser.add_argument("--json", type=Path, help="also write the rows and totals here")
+    args = parser.parse_args(argv)
+    rows, total = run(args.dir)
+    print_table(rows, total)
+    if args.json:
+        args.json.write_text(json.dumps({"dir": str(args.dir), "top_k": TOP_K, "pairs": rows, "totals": total}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -74,6 +74,10 @@ NCU_RULE_CAUSES: list[tuple[str, tuple[str, ...], str]] = [
 ]
 
 
+class InputError(Exception):
+    """A bad labels file, report or selector: one line on stderr, exit 2."""
+
+
 @dataclass
 class Pair:
     id: str
@@ -108,16 +112,19 @@ def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
         with open(labels, "rb") as f:
             entries = tomllib.load(f).get("pair", [])
     except FileNotFoundError:
-        raise SystemExit(f"bench_diagnosis: {labels}: no such file") from None
+        raise InputError(f"{labels}: no such file") from None
     except tomllib.TOMLDecodeError as e:
-        raise SystemExit(f"bench_diagnosis: {labels}: {e}") from None
+        raise InputError(f"{labels}: {e}") from None
     pairs = []
     for e in entries:
         scored = e.get("scored", True)
         cause = e.get("cause")
         if scored and cause not in causes:
-            raise SystemExit(f"bench_diagnosis: {labels}: pair {e.get('id')!r}: cause {cause!r} is not an id of {CAUSES_FILE.name}")
-        pairs.append(Pair(e["id"], directory / e["report"], e["slow"], e["fast"], cause if scored else None, scored, e.get("why", "")))
+            raise InputError(f"{labels}: pair {e.get('id')!r}: cause {cause!r} is not an id of {CAUSES_FILE.name}")
+        try:
+            pairs.append(Pair(e["id"], directory / e["report"], e["slow"], e["fast"], cause if scored else None, scored, e.get("why", "")))
+        except KeyError as missing:
+            raise InputError(f"{labels}: a pair has no {missing}") from None
     return pairs
 
 
@@ -169,7 +176,7 @@ class Reports:
     def plain(self, path: Path) -> Path:
         if path not in self._plain:
             if not path.exists():
-                raise SystemExit(f"bench_diagnosis: {path}: no such report")
+                raise InputError(f"{path}: no such report")
             if path.suffix == ".xz":
                 target = Path(self._tmp.name) / f"{len(self._plain)}-{path.name[:-3]}"
                 with lzma.open(path) as src, open(target, "wb") as dst:
@@ -181,6 +188,7 @@ class Reports:
 
     def ncu_action(self, path: Path, selector: str):
         """The ncu_report action of the kernel that `kernelscope diff` selects with FILE:selector."""
+        from kernelscope.errors import UserError
         from kernelscope.profiler.report import import_ncu_report, load_report, select
         plain = self.plain(path)
         if plain not in self._contexts:
@@ -189,9 +197,12 @@ class Reports:
                        for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
             self._contexts[plain] = (context, actions, load_report(plain))
         _, actions, profiles = self._contexts[plain]
-        chosen = select(profiles, selector, what=str(path))
+        try:
+            chosen = select(profiles, selector, what=str(path))
+        except UserError as e:
+            raise InputError(str(e)) from None
         if len(chosen) != 1:
-            raise SystemExit(f"bench_diagnosis: {path}:{selector} matches {len(chosen)} kernels")
+            raise InputError(f"{path}:{selector} matches {len(chosen)} kernels, not one")
         return actions[chosen[0].index]
 
     def close(self):
@@ -223,7 +234,7 @@ def run_kernelscope_diff(slow_spec: str, fast_spec: str) -> dict:
             main(["diff", slow_spec, fast_spec, "--format", "json"])
         except SystemExit as e:
             if e.code not in (0, None):
-                raise SystemExit(f"bench_diagnosis: kernelscope diff {slow_spec} {fast_spec} failed: {err.getvalue().strip()}") from None
+                raise InputError(f"kernelscope diff {slow_spec} {fast_spec} failed: {err.getvalue().strip()}") from None
     return json.loads(out.getvalue())
 
 
@@ -283,10 +294,16 @@ def main(argv=None) -> int:
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="directory holding labels.toml (default: %(default)s)")
     parser.add_argument("--json", type=Path, help="also write the rows and totals here")
     args = parser.parse_args(argv)
-    rows, total = run(args.dir)
+    try:
+        rows, total = run(args.dir)
+    except InputError as e:
+        print(f"bench_diagnosis: error: {e}", file=sys.stderr)
+        return 2
     print_table(rows, total)
     if args.json:
-        args.json.write_text(json.dumps({"dir": str(args.dir), "top_k": TOP_K, "pairs": rows, "totals": total}, indent=1) + "\n")
+        where = args.dir.resolve()
+        shown = str(where.relative_to(REPO)) if where.is_relative_to(REPO) else str(where)
+        args.json.write_text(json.dumps({"dir": shown, "top_k": TOP_K, "pairs": rows, "totals": total}, indent=1) + "\n")
     return 0
 
 

@@ -197,6 +197,10 @@ class Reports:
                        for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
             self._contexts[plain] = (context, actions, load_report(plain))
         _, actions, profiles = self._contexts[plain]
+        if selector.startswith("@") and selector[1:].isdigit():  # FILE:@INDEX, report order
+            if int(selector[1:]) >= len(actions):
+                raise InputError(f"{path}: no kernel {selector} (the report holds {len(actions)})")
+            return actions[int(selector[1:])]
         try:
             chosen = select(profiles, selector, what=str(path))
         except UserError as e:

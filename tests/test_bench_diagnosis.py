@@ -149,7 +149,7 @@ def test_memoized_loading_changes_no_finding():
     assert direct["findings"] == memoized["findings"] and direct["findings"]
 
 
-def test_json_output(tmp_path):
+def test_a_held_out_directory_is_judged_the_same_way(result, tmp_path):
     out = tmp_path / "diagnosis.json"
     labels = tomllib.loads((bench.DEFAULT_DIR / "labels.toml").read_text())
     one = [p for p in labels["pair"] if p["id"] in ("special_math", "attention_cudnn_vs_fa4")]
@@ -158,8 +158,12 @@ def test_json_output(tmp_path):
     lines = []
     for p in one:
         p = dict(p, report=str(bench.DEFAULT_DIR / p["report"]))
+        if p["id"] == "special_math":  # the same kernels by report index: special_math_slow is @22
+            p.update(slow="@22", fast="@23")
         lines.append("[[pair]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in p.items()))
     (held_out / "labels.toml").write_text("\n".join(lines))
     assert bench.main(["--dir", str(held_out), "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["totals"]["pairs"] == 1 and [r["id"] for r in data["pairs"]] == ["special_math", "attention_cudnn_vs_fa4"]
+    by_id = {r["id"]: r for r in result[0]}
+    assert data["pairs"] == [by_id["special_math"], by_id["attention_cudnn_vs_fa4"]]

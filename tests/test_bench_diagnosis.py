@@ -22,9 +22,9 @@ REQUIRED_CAUSES = {
     "spills-local", "grid-too-small", "occupancy-registers", "unfused-fp32", "integer-index-math",
     "special-math", "exposed-latency", "dram-traffic",
 }
-# Measured on the committed corpus with the rules as they were when it was recorded: 15 scored
-# pairs, kernelscope hit@1 3 and hit@3 4; ncu's rules hit@1 2 and hit@3 6.
-KERNELSCOPE_FLOOR = {"hit1": 3, "hit3": 4}
+# Measured on the committed corpus (15 scored pairs): kernelscope hit@1 14 and hit@3 15 with the
+# cause rules (3 and 4 before them); ncu's rules hit@1 2 and hit@3 6.
+KERNELSCOPE_FLOOR = {"hit1": 14, "hit3": 15}
 NCU_MEASURED = {"hit1": 2, "hit3": 6}
 
 

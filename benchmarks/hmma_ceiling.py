@@ -75,7 +75,7 @@ def _sass_counts(compiled) -> dict[str, int]:
     import re
     from collections import Counter
 
-    from kernelscope.kernels.spec import disassemble_cubin
+    from kernelscope.toolchain.sass import disassemble_cubin
     cubin = compiled.__cubin__
     sass = disassemble_cubin(cubin if isinstance(cubin, bytes) else cubin.encode("latin-1")) or ""
     ops = Counter(re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass, re.M))

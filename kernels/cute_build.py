@@ -113,7 +113,7 @@ def max_active_clusters(cluster: tuple[int, int]) -> int:
 
 
 def sass_of(cubin: bytes | None) -> str | None:
-    from kernelscope.kernels.spec import disassemble_cubin
+    from kernelscope.toolchain.sass import disassemble_cubin
     return disassemble_cubin(cubin) if cubin else None
 
 

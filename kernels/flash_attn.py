@@ -42,7 +42,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from kernelscope.kernels import cute_build
-from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec, disassemble_cubin
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
+from kernelscope.toolchain.sass import disassemble_cubin
 
 SMEM_CAPACITY = 232448      # bytes of shared memory a block may use on sm_90
 SMEM_RESERVED = 1024        # barrier words and alignment slack

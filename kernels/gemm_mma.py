@@ -493,7 +493,7 @@ def kernel_resources(cfg: MmaGemmConfig, dtype: str = "bfloat16", b_major: str =
 
 @functools.lru_cache(maxsize=64)
 def _resources_of(cubin: bytes, threads: int, ring_bytes: int, arch: str) -> dict[str, int]:
-    from kernelscope.profiler.static import function_resources
+    from kernelscope.toolchain.cubin import function_resources
 
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)

@@ -149,7 +149,7 @@ def _read_artifacts(compiled) -> tuple[bytes | None, str | None, str | None]:
         ptx = ptx.decode(errors="replace")
     sass = None
     if cubin:
-        from kernelscope.kernels.spec import disassemble_cubin
+        from kernelscope.toolchain.sass import disassemble_cubin
         sass = disassemble_cubin(cubin)
     return cubin, sass, ptx
 

@@ -84,37 +84,3 @@ class KernelSpec:
         tuned = self.shape_config(shape, dtype) if self.shape_config is not None else {}
         return {**self.default_config, **tuned, **(overrides or {})}
 
-
-def find_nvdisasm() -> str | None:
-    """nvdisasm from PATH, CUDA_HOME or the nvidia-cuda-nvdisasm wheel."""
-    import os
-    import shutil
-
-    found = shutil.which("nvdisasm")
-    if found:
-        return found
-    candidates = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvdisasm")]
-    try:
-        import nvidia
-
-        for root in nvidia.__path__:
-            for sub in ("cu13", "cu12", "cuda_nvdisasm"):
-                candidates.append(os.path.join(root, sub, "bin", "nvdisasm"))
-    except ImportError:
-        pass
-    return next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
-
-
-def disassemble_cubin(cubin: bytes) -> str | None:
-    """SASS text of a cubin (None when nvdisasm is not installed or fails)."""
-    import subprocess
-    import tempfile
-
-    tool = find_nvdisasm()
-    if tool is None:
-        return None
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        r = subprocess.run([tool, "-c", f.name], capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else None

@@ -265,7 +265,7 @@ def git_state(folder: str | os.PathLike | None = None) -> dict[str, Any]:
 
 
 def _tool_version(name: str) -> str | None:
-    from kernelscope.profiler.static import find_cuda_tool
+    from kernelscope.toolchain.tools import find_cuda_tool
 
     try:
         tool = find_cuda_tool(name)
@@ -290,7 +290,8 @@ def _driver_version() -> str | None:
 def capture_environment(*, gpu: bool, ncu: Mapping[str, Any] | None = None, flush_l2: bool | None = None,
                         git_folder: str | None = None) -> dict[str, Any]:
     """Facts that decide whether two runs are comparable. Unknown facts are None, never guessed."""
-    from kernelscope.profiler.static import ANALYSIS_VERSION, package_version
+    from kernelscope.profiler.static import ANALYSIS_VERSION
+    from kernelscope.toolchain.tools import package_version
 
     env: dict[str, Any] = {
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from typing import Any
 
 from kernelscope.errors import UserError
 from kernelscope.profiler import worker
+from kernelscope.toolchain.tools import find_cuda_tool
 
 # Named sets (`profile --set NAME`):
 #   quick     the Occupancy section and exactly the metrics the catalog, the rules and the
@@ -122,17 +122,8 @@ class ProfileRun:
 
 
 def find_ncu() -> str:
-    """ncu on PATH, else under CUDA_HOME or /usr/local/cuda; UserError if none."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root:
-            cand = os.path.join(root, "bin", "ncu")
-            if os.path.isfile(cand) and os.access(cand, os.X_OK):
-                return cand
-    raise UserError("ncu (Nsight Compute) is not on PATH nor in $CUDA_HOME/bin or /usr/local/cuda/bin: "
-                    "install Nsight Compute or add it to PATH")
+    """ncu, looked for like every CUDA tool (kernelscope.toolchain.tools); UserError if none."""
+    return find_cuda_tool("ncu")
 
 
 def report_base(path: str) -> str:

@@ -25,6 +25,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.merge import group_by_nvtx, merge_profiles  # noqa: F401  (re-exported)
 from kernelscope.profiler.ncu_rules import ncu_rule_results
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
+from kernelscope.toolchain.tools import which_cuda_tool
 
 REPORT_MAGIC = b"NVR\x00"
 STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
@@ -58,7 +59,7 @@ def import_ncu_report():
 def _ncu_install_roots() -> Iterable[Path]:
     if os.environ.get("NCU_HOME"):
         yield Path(os.environ["NCU_HOME"])
-    exe = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+    exe = which_cuda_tool("ncu")
     if exe:
         real = Path(exe).resolve()
         # <root>/ncu, or <root>/target/<platform>/ncu

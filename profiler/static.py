@@ -1,7 +1,7 @@
 """Compile-only inspection: a kernel's compiled artifacts -> KernelProfile of kind "static".
 
-Nothing here runs on a GPU. The numbers come from NVIDIA's tools and from the DSL's own
-output, never from parsing the cubin by hand:
+Nothing here runs on a GPU. The numbers come from NVIDIA's tools (kernelscope.toolchain)
+and from the DSL's own output (profiler.dsl_compile), never from parsing the cubin by hand:
 
 - registers, stack frame, static shared memory, local memory: `cuobjdump --dump-resource-usage`
 - named barriers and the block size a kernel requires: `cuobjdump --dump-elf`
@@ -16,127 +16,27 @@ Metrics that mean what Nsight Compute means carry ncu's names (`launch__*`); the
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import importlib.metadata
 import json
 import os
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from kernelscope.errors import UserError
+from kernelscope.profiler.dsl_compile import LaunchRequest, compile_artifacts
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
+from kernelscope.toolchain.cubin import FunctionResources, function_resources
+from kernelscope.toolchain.sass import (dump_sass, expected_opcodes_missing, local_memory_bytes,
+                                        opcode_histogram, sass_opcodes)
+from kernelscope.toolchain.tools import package_version
 
 # Bump when the analysis below changes what it derives from the same artifacts.
 ANALYSIS_VERSION = 1
 
 SUPPORTED_ARCHS = ("sm_90a", "sm_120a")
 _COMPUTE_CAPABILITY = {"sm_90a": "9.0", "sm_90": "9.0", "sm_120a": "12.0", "sm_120": "12.0"}
-
-# PyPI distributions that ship the CUDA binary tools, by tool name.
-_TOOL_DISTRIBUTIONS = {
-    "cuobjdump": "nvidia-cuda-cuobjdump",
-    "nvdisasm": "nvidia-cuda-nvdisasm",
-}
-
-
-# ----------------------------------------------------------------------------- records
-
-@dataclass
-class LaunchRequest:
-    """What the compiled host code asks of one kernel launch. None: not a compile-time constant."""
-
-    kernel: str | None
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    cluster: tuple[int, int, int] | None = None
-    dynamic_smem_bytes: int | None = None
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LaunchRequest":
-        d = dict(d)
-        for key in ("grid", "block", "cluster"):
-            if d.get(key) is not None:
-                d[key] = tuple(d[key])
-        return cls(**d)
-
-
-@dataclass
-class StaticArtifacts:
-    """What one compile produced, as the compile cache stores it."""
-
-    cubin: bytes
-    ptx: str | None = None
-    launches: list[LaunchRequest] = field(default_factory=list)
-    kernel_names: list[str] = field(default_factory=list)
-    # False when the kernel returned a compile it had memoised in this process: the DSL did
-    # not run, so the launch facts (grid, cluster, dynamic shared memory) were not seen.
-    observed_compile: bool = True
-
-
-@dataclass
-class FunctionResources:
-    """cuobjdump's resource report for one kernel function of a cubin."""
-
-    name: str
-    registers: int | None = None
-    stack_bytes: int | None = None
-    shared_bytes: int | None = None
-    local_bytes: int | None = None
-    constant0_bytes: int | None = None
-    barriers: int | None = None
-    required_block: tuple[int, int, int] | None = None
-
-
-# ----------------------------------------------------------------------------- tools
-
-def find_cuda_tool(name: str) -> str:
-    """Path of a CUDA binary tool: the PyPI wheel first, then PATH, then CUDA_HOME."""
-    dist_name = _TOOL_DISTRIBUTIONS.get(name)
-    if dist_name:
-        try:
-            dist = importlib.metadata.distribution(dist_name)
-        except importlib.metadata.PackageNotFoundError:
-            dist = None
-        if dist is not None:
-            for entry in dist.files or ():
-                if entry.name == name:
-                    candidate = Path(dist.locate_file(entry))
-                    if candidate.is_file() and os.access(candidate, os.X_OK):
-                        return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    candidate = Path(cuda_home) / "bin" / name
-    if candidate.is_file():
-        return str(candidate)
-    raise UserError(
-        f"{name} not found: pip install {dist_name or name} (or put the CUDA toolkit's bin on PATH)"
-    )
-
-
-def _run_tool(name: str, *args: str) -> str:
-    tool = find_cuda_tool(name)
-    result = subprocess.run([tool, *args], capture_output=True, text=True)
-    if result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        raise UserError(f"{name} {' '.join(args[:-1])} failed: {detail[-1] if detail else 'no output'}")
-    return result.stdout
-
-
-def package_version(dist_name: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist_name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
 
 def toolchain_versions() -> dict[str, str | None]:
     """Versions that decide what a compile and its analysis produce (cheap: no imports)."""
@@ -149,351 +49,6 @@ def toolchain_versions() -> dict[str, str | None]:
         "nvidia-cuda-cuobjdump": package_version("nvidia-cuda-cuobjdump"),
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
     }
-
-
-# ----------------------------------------------------------------------------- cuobjdump reports
-
-_RES_FUNCTION = re.compile(r"^\s*Function\s+(\S+?):?\s*$")
-_RES_FIELD = re.compile(r"([A-Z_]+(?:\[\d+\])?):(\d+)")
-
-
-def parse_resource_usage(text: str) -> dict[str, FunctionResources]:
-    """`cuobjdump --dump-resource-usage` output -> resources per function."""
-    out: dict[str, FunctionResources] = {}
-    current: FunctionResources | None = None
-    for line in text.splitlines():
-        m = _RES_FUNCTION.match(line)
-        if m:
-            current = FunctionResources(name=m.group(1))
-            out[current.name] = current
-            continue
-        if current is None or "REG:" not in line:
-            continue
-        fields = {k: int(v) for k, v in _RES_FIELD.findall(line)}
-        current.registers = fields.get("REG")
-        current.stack_bytes = fields.get("STACK")
-        current.shared_bytes = fields.get("SHARED")
-        current.local_bytes = fields.get("LOCAL")
-        current.constant0_bytes = fields.get("CONSTANT[0]")
-    return out
-
-
-_ELF_NVINFO_SECTION = re.compile(r"^\.nv\.info\.(\S+)\s*$")
-_ELF_TEXT_SECTION = re.compile(r"^\.text\.(\S+)\s*$")
-_ELF_BAR = re.compile(r"^bar\s*=\s*(\d+)")
-
-
-def parse_elf_facts(text: str) -> dict[str, dict[str, Any]]:
-    """`cuobjdump --dump-elf` output -> per function: named barriers used, required block size."""
-    facts: dict[str, dict[str, Any]] = {}
-    section: str | None = None
-    kind = None
-    pending_attr: str | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        m = _ELF_NVINFO_SECTION.match(line)
-        if m:
-            section, kind, pending_attr = m.group(1), "info", None
-            continue
-        m = _ELF_TEXT_SECTION.match(line)
-        if m:
-            section, kind, pending_attr = m.group(1), "text", None
-            continue
-        if line.startswith(".") and not line.startswith(".nv.info."):
-            section, kind = None, None
-            continue
-        if section is None:
-            continue
-        entry = facts.setdefault(section, {})
-        if kind == "text":
-            m = _ELF_BAR.match(line)
-            if m:
-                entry["barriers"] = int(m.group(1))
-            elif "lmem=" in line:
-                # The per-function summary line; sm_120 binaries state barriers as an
-                # attribute instead, present only when the kernel uses one.
-                entry.setdefault("barriers", 0)
-        elif kind == "info":
-            if line.startswith("Attribute:"):
-                pending_attr = line.split(":", 1)[1].strip()
-            elif line.startswith("Value:") and pending_attr == "EIATTR_REQNTID":
-                dims = [int(tok, 16) for tok in line.split(":", 1)[1].split()]
-                if dims:
-                    entry["required_block"] = tuple((dims + [1, 1, 1])[:3])
-            elif line.startswith("Value:") and pending_attr == "EIATTR_NUM_BARRIERS":
-                entry["barriers"] = int(line.split(":", 1)[1].split()[0], 16)
-    return facts
-
-
-_ELF_HEADER_ARCH = re.compile(r"^\s*\d+bit elf:.*\bsm=(\w+)", re.MULTILINE)
-
-
-def elf_arch(text: str) -> str | None:
-    """The target named in `cuobjdump --dump-elf`'s header line, as `sm_90a`."""
-    m = _ELF_HEADER_ARCH.search(text)
-    return f"sm_{m.group(1)}" if m else None
-
-
-def function_resources(cubin_path: str) -> tuple[dict[str, FunctionResources], str | None]:
-    """Resources per function, and the architecture the cubin was built for."""
-    resources = parse_resource_usage(_run_tool("cuobjdump", "--dump-resource-usage", cubin_path))
-    elf_text = _run_tool("cuobjdump", "--dump-elf", cubin_path)
-    for name, facts in parse_elf_facts(elf_text).items():
-        if name in resources:
-            resources[name].barriers = facts.get("barriers")
-            resources[name].required_block = facts.get("required_block")
-    return resources, elf_arch(elf_text)
-
-
-# ----------------------------------------------------------------------------- SASS
-
-_SASS_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
-# `/*0a40*/  @!P0 HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT ;`
-_SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
-
-
-def split_sass_functions(text: str) -> dict[str, str]:
-    """`cuobjdump --dump-sass` output -> SASS listing per function."""
-    out: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        m = _SASS_FUNCTION.match(line)
-        if m:
-            current = out.setdefault(m.group(1), [])
-        if current is not None:
-            current.append(line)
-    return {name: "\n".join(lines) + "\n" for name, lines in out.items()}
-
-
-def sass_opcodes(sass: str) -> list[str]:
-    """Full opcodes (with modifiers, e.g. `STL.64`) in listing order."""
-    return [m.group(1) for m in map(_SASS_INSTRUCTION.match, sass.splitlines()) if m]
-
-
-def opcode_histogram(opcodes: list[str]) -> dict[str, int]:
-    """Counts per base opcode (`HGMMA.64x128x16.F32.BF16` -> `HGMMA`), the names ncu's mix uses."""
-    counts: dict[str, int] = {}
-    for op in opcodes:
-        base = op.split(".", 1)[0]
-        counts[base] = counts.get(base, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-_ACCESS_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
-
-
-def local_memory_bytes(opcodes: list[str], base: str) -> int:
-    """Bytes per thread moved by the `base` (STL or LDL) instructions in the binary."""
-    total = 0
-    for op in opcodes:
-        parts = op.split(".")
-        if parts[0] != base:
-            continue
-        width = 4
-        for modifier in parts[1:]:
-            width = _ACCESS_BYTES.get(modifier, width)
-        total += width
-    return total
-
-
-def expected_opcodes_missing(expected: list[str], opcodes: list[str]) -> list[str]:
-    """Expected entries no instruction matches. `HGMMA` matches any HGMMA; `LDSM.16.M88.4`
-    matches that opcode and longer forms of it."""
-    missing = []
-    for want in expected:
-        if not any(op == want or op.startswith(want + ".") for op in opcodes):
-            missing.append(want)
-    return missing
-
-
-# ----------------------------------------------------------------------------- launches in the host IR
-
-_IR_FUNC = re.compile(r"^\s*(?:llvm\.func|func\.func)\b")
-_IR_CONST = re.compile(r"^\s*(%[\w.]+)\s*=\s*(?:llvm\.mlir|arith)\.constant\((-?\d+)\s*:\s*i\d+\)")
-# The launch configuration record the DSL fills for cuLaunchKernelEx:
-# (grid[3] x i32, block[3] x i32, dynamic smem i64, stream, attributes, attribute count).
-_IR_LAUNCH_CFG_ALLOCA = re.compile(
-    r"^\s*(%[\w.]+)\s*=\s*llvm\.alloca\s+\S+\s+x\s+!llvm\.struct<\(array<3 x i32>, array<3 x i32>, i64,")
-_IR_GEP = re.compile(r"^\s*(%[\w.]+)\s*=\s*llvm\.getelementptr\s+(?:inbounds\s+)?(%[\w.]+)\[([\d,\s]+)\]")
-_IR_STORE = re.compile(r"^\s*llvm\.store\s+(%[\w.]+),\s*(%[\w.]+)\s*:")
-_IR_KERNEL_REF = re.compile(r"llvm\.mlir\.addressof\s+@kernels_([\w$.]+)")
-_IR_LAUNCH_CALL = re.compile(r"llvm\.call\s+@_?cu(?:da)?LaunchKernel")
-
-
-def launches_from_host_ir(ir_text: str) -> list[LaunchRequest]:
-    """Grid, block and dynamic shared memory of each kernel launch in the DSL's final host IR.
-
-    A field that is not a compile-time constant there (a grid sized by a dynamic
-    tensor extent, say) stays None.
-    """
-    launches: list[LaunchRequest] = []
-    consts: dict[str, int] = {}
-    configs: dict[str, dict[tuple[int, ...], int | None]] = {}
-    config_order: list[str] = []
-    geps: dict[str, tuple[str, tuple[int, ...]]] = {}
-    calls: list[str | None] = []
-    last_kernel: str | None = None
-
-    def flush():
-        names = calls if len(calls) == len(config_order) else [None] * len(config_order)
-        for alloca, kernel in zip(config_order, names):
-            fields = configs[alloca]
-
-            def triple(i):
-                vals = [fields.get((i, k)) for k in range(3)]
-                return tuple(vals) if all(isinstance(v, int) for v in vals) else None
-
-            launches.append(LaunchRequest(kernel=kernel, grid=triple(0), block=triple(1),
-                                          dynamic_smem_bytes=fields.get((2,))))
-
-    for line in ir_text.splitlines():
-        if _IR_FUNC.match(line):
-            flush()
-            consts, configs, config_order, geps, calls, last_kernel = {}, {}, [], {}, [], None
-            continue
-        m = _IR_CONST.match(line)
-        if m:
-            consts[m.group(1)] = int(m.group(2))
-            continue
-        m = _IR_LAUNCH_CFG_ALLOCA.match(line)
-        if m:
-            configs[m.group(1)] = {}
-            config_order.append(m.group(1))
-            continue
-        m = _IR_GEP.match(line)
-        if m and m.group(2) in configs:
-            idx = tuple(int(x) for x in m.group(3).split(","))
-            if idx and idx[0] == 0:
-                geps[m.group(1)] = (m.group(2), idx[1:])
-            continue
-        m = _IR_STORE.match(line)
-        if m and m.group(2) in geps:
-            alloca, idx = geps[m.group(2)]
-            configs[alloca][idx] = consts.get(m.group(1))
-            continue
-        m = _IR_KERNEL_REF.search(line)
-        if m:
-            last_kernel = m.group(1)
-        if _IR_LAUNCH_CALL.search(line):
-            calls.append(last_kernel)
-    flush()
-    return launches
-
-
-# ----------------------------------------------------------------------------- recording DSL compiles
-
-@contextlib.contextmanager
-def record_dsl_compiles() -> Iterator[dict[str, list]]:
-    """While active, keeps every object `cute.compile` returns and the cluster shape of
-    every `.launch(...)` traced, so inspection sees what the kernel's own compile did."""
-    from cutlass.base_dsl.compiler import CompileCallable
-    from cutlass.cutlass_dsl.cutlass import KernelLauncher
-
-    seen: dict[str, list] = {"compiled": [], "clusters": []}
-    original_compile = CompileCallable._compile
-    original_launch = KernelLauncher.launch
-
-    def compile_and_keep(self, *args, **kwargs):
-        result = original_compile(self, *args, **kwargs)
-        seen["compiled"].append(result)
-        return result
-
-    def launch_and_note(self, *args, **kwargs):
-        result = original_launch(self, *args, **kwargs)
-        cluster = kwargs.get("cluster")
-        if cluster is not None:
-            dims = list(cluster) if isinstance(cluster, (list, tuple)) else [cluster]
-            if all(isinstance(d, int) for d in dims):
-                seen["clusters"].append((self._launch_name, tuple((dims + [1, 1, 1])[:3])))
-        return result
-
-    CompileCallable._compile = compile_and_keep
-    KernelLauncher.launch = launch_and_note
-    try:
-        yield seen
-    finally:
-        CompileCallable._compile = original_compile
-        KernelLauncher.launch = original_launch
-
-
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def compile_error_summary(error: BaseException) -> str:
-    """The DSL's multi-line, coloured diagnostic as one line: what, and where in the source."""
-    lines = [l.strip() for l in _ANSI_ESCAPE.sub("", str(error)).splitlines() if l.strip()]
-    if not lines:
-        return type(error).__name__
-    what = lines[0].removeprefix("error:").strip()
-    where = next((l[3:].strip() for l in lines if l.startswith("-->")), None)
-    return f"{what} (at {where})" if where else what
-
-
-def _as_bytes(blob) -> bytes | None:
-    if blob is None:
-        return None
-    return blob.encode("latin-1") if isinstance(blob, str) else bytes(blob)
-
-
-def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int], dtype: str,
-                      arch: str) -> StaticArtifacts:
-    """Run the kernel's own compile (no GPU needed) and collect what inspection reads."""
-    from kernelscope.kernels.spec import ConfigRejected
-
-    # The DSL reads its target once, at import; a kernel may also pass --gpu-arch itself.
-    # Kept artifacts go to the working directory unless told otherwise: keep them out of
-    # the user's tree.
-    if "cutlass" not in sys.modules:
-        os.environ["CUTE_DSL_ARCH"] = arch
-    if "CUTE_DSL_DUMP_DIR" not in os.environ:
-        from kernelscope.profiler.compile_cache import cache_root
-
-        os.environ["CUTE_DSL_DUMP_DIR"] = str(cache_root() / "dsl-artifacts")
-    # The DSL fails a kept-artifact compile when the folder is missing.
-    Path(os.environ["CUTE_DSL_DUMP_DIR"]).mkdir(parents=True, exist_ok=True)
-    try:
-        import cutlass  # noqa: F401
-    except ImportError as e:
-        raise UserError(f"cannot compile {spec.name}: nvidia-cutlass-dsl is not installed ({e})")
-
-    with record_dsl_compiles() as seen:
-        try:
-            compiled = spec.compile(dict(config), dict(shape), dtype, arch)
-        except ConfigRejected as e:
-            message = str(e)
-            raise UserError(message if message.startswith(spec.name) else f"{spec.name}: {message}")
-        except UserError:
-            raise
-        except Exception as e:
-            raise UserError(f"{spec.name}: compile failed for {arch}: {compile_error_summary(e)}")
-
-    cubin = _as_bytes(getattr(compiled, "cubin", None))
-    jit_functions = seen["compiled"]
-    if cubin is None:
-        for fn in jit_functions:
-            cubin = _as_bytes(getattr(fn, "__cubin__", None))
-            if cubin:
-                break
-    if not cubin:
-        raise UserError(
-            f"{spec.name}: its compile produced no cubin to inspect "
-            "(compile with options='--keep-cubin' and return CompiledKernel(cubin=compiled.__cubin__))")
-
-    launches: list[LaunchRequest] = []
-    for fn in jit_functions:
-        module = getattr(fn, "ir_module", None)
-        if module is not None:
-            launches.extend(launches_from_host_ir(str(module)))
-    clusters = dict(seen["clusters"])
-    for launch in launches:
-        if launch.kernel in clusters:
-            launch.cluster = clusters[launch.kernel]
-    ptx = getattr(compiled, "ptx", None)
-    if isinstance(ptx, bytes):
-        ptx = ptx.decode(errors="replace")
-    return StaticArtifacts(cubin=cubin, ptx=ptx, launches=launches,
-                           kernel_names=list(getattr(compiled, "kernel_names", []) or []),
-                           observed_compile=bool(jit_functions))
 
 
 # ----------------------------------------------------------------------------- profiles
@@ -531,7 +86,7 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         with open(path, "wb") as f:
             f.write(cubin)
         resources, built_for = function_resources(path)
-        listings = split_sass_functions(_run_tool("cuobjdump", "--dump-sass", path))
+        listings = dump_sass(path)
     if built_for and built_for != arch:
         raise UserError(
             f"{source}: the compile produced a cubin for {built_for}, not {arch} "
@@ -589,25 +144,6 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         )
         results.append(KernelInspection(profile=profile, sass=sass, missing_expected=missing))
     return results
-
-
-def artifacts_to_json(artifacts: StaticArtifacts) -> dict[str, Any]:
-    d = asdict(artifacts)
-    d.pop("cubin")
-    return d
-
-
-def artifacts_from_json(d: Mapping[str, Any], cubin: bytes) -> StaticArtifacts:
-    return StaticArtifacts(
-        cubin=cubin,
-        ptx=d.get("ptx"),
-        launches=[LaunchRequest.from_dict(x) for x in d.get("launches", [])],
-        kernel_names=list(d.get("kernel_names", [])),
-    )
-
-
-def digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
 # ----------------------------------------------------------------------------- targets -> profiles

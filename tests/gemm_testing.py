@@ -2,7 +2,6 @@
 cuobjdump's resource report of a cubin, the shapes every GEMM refuses, and the float64 check of
 a launched product on the GPU."""
 
-import os
 import re
 import subprocess
 import tempfile
@@ -27,14 +26,9 @@ def opcodes_with_modifiers(sass: str) -> list[str]:
 
 def resource_usage(cubin: bytes) -> str:
     """cuobjdump --dump-resource-usage of a cubin; skips the test where cuobjdump is missing."""
-    import nvidia
+    from kernelscope.toolchain.tools import which_cuda_tool
 
-    tool = None
-    for root in nvidia.__path__:
-        for sub in ("cu13", "cu12", "cuda_cuobjdump"):
-            cand = os.path.join(root, sub, "bin", "cuobjdump")
-            if os.path.isfile(cand):
-                tool = cand
+    tool = which_cuda_tool("cuobjdump")
     if tool is None:
         pytest.skip("cuobjdump is not installed")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:

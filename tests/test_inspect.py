@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.profiler.static import find_cuda_tool
+from kernelscope.toolchain.tools import find_cuda_tool
 
 EXAMPLE_SOURCE = Path(__file__).parent / "examples" / "smem_reverse.py"
 CACHED_RUN_LIMIT_S = 2.0
@@ -221,7 +221,7 @@ def test_a_compile_memoised_in_process_is_inspected_but_not_cached(tmp_path, mon
     import importlib.util
     import functools
 
-    from kernelscope.profiler import static
+    from kernelscope.profiler import dsl_compile, static
 
     monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     module_spec = importlib.util.spec_from_file_location("smem_reverse_memo", EXAMPLE_SOURCE)
@@ -232,8 +232,8 @@ def test_a_compile_memoised_in_process_is_inspected_but_not_cached(tmp_path, mon
     kernel = module.SPEC
     kernel.compile = lambda config, shape, dtype, arch: memo(config["threads"], config["scratch"], shape["N"], dtype, arch)
 
-    first = static.compile_artifacts(kernel, {"threads": 128, "scratch": 0}, {"N": 8192}, "float32", "sm_90a")
-    again = static.compile_artifacts(kernel, {"threads": 128, "scratch": 0}, {"N": 8192}, "float32", "sm_90a")
+    first = dsl_compile.compile_artifacts(kernel, {"threads": 128, "scratch": 0}, {"N": 8192}, "float32", "sm_90a")
+    again = dsl_compile.compile_artifacts(kernel, {"threads": 128, "scratch": 0}, {"N": 8192}, "float32", "sm_90a")
     assert first.observed_compile and first.launches
     assert not again.observed_compile and not again.launches and again.cubin == first.cubin
 

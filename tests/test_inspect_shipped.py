@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from kernelscope.kernels import registry
-from kernelscope.profiler.static import find_cuda_tool
+from kernelscope.toolchain.tools import find_cuda_tool
 
 
 def _cases():

@@ -12,7 +12,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 sys.path.insert(0, str(Path(__file__).parent / "rule_kernels"))
 
 import gmma_bound  # noqa: E402
-from kernelscope.kernels.spec import disassemble_cubin  # noqa: E402
+from kernelscope.toolchain.sass import disassemble_cubin  # noqa: E402
 
 
 def _instructions(variant):

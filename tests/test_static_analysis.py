@@ -11,7 +11,8 @@ import pytest
 
 from kernelscope.cli.inspect_command import parse_assignments
 from kernelscope.errors import UserError
-from kernelscope.profiler import static
+from kernelscope.profiler import dsl_compile
+from kernelscope.toolchain import cubin, sass
 
 EXAMPLE = Path(__file__).parent / "examples" / "smem_reverse.py"
 
@@ -39,27 +40,27 @@ SASS_SNIPPET = """\
 
 
 def test_opcodes_histogram_and_local_traffic():
-    opcodes = static.sass_opcodes(SASS_SNIPPET)
+    opcodes = sass.sass_opcodes(SASS_SNIPPET)
     assert opcodes == ["LDC", "STL.64", "STL.128", "STL", "LDL.U8",
                        "HGMMA.64x128x16.F32.BF16", "HGMMA.64x128x16.F32.BF16", "BRA"]
-    hist = static.opcode_histogram(opcodes)
+    hist = sass.opcode_histogram(opcodes)
     assert hist == {"STL": 3, "HGMMA": 2, "BRA": 1, "LDC": 1, "LDL": 1}
-    assert static.local_memory_bytes(opcodes, "STL") == 8 + 16 + 4
-    assert static.local_memory_bytes(opcodes, "LDL") == 1
+    assert sass.local_memory_bytes(opcodes, "STL") == 8 + 16 + 4
+    assert sass.local_memory_bytes(opcodes, "LDL") == 1
 
 
 def test_expected_opcodes_match_base_or_full_form():
     opcodes = ["HGMMA.64x128x16.F32.BF16", "LDSM.16.M88.4", "BAR.SYNC.DEFER_BLOCKING"]
-    assert static.expected_opcodes_missing(["HGMMA", "LDSM.16.M88.4", "BAR"], opcodes) == []
-    assert static.expected_opcodes_missing(["HMMA", "LDSM.16.MT88", "UTMALDG"], opcodes) == \
+    assert sass.expected_opcodes_missing(["HGMMA", "LDSM.16.M88.4", "BAR"], opcodes) == []
+    assert sass.expected_opcodes_missing(["HMMA", "LDSM.16.MT88", "UTMALDG"], opcodes) == \
         ["HMMA", "LDSM.16.MT88", "UTMALDG"]
 
 
 def test_split_sass_functions_keeps_each_listing():
     text = SASS_SNIPPET + "        Function : other\n        /*0000*/   EXIT ;\n"
-    listings = static.split_sass_functions(text)
+    listings = sass.split_sass_functions(text)
     assert list(listings) == ["my_kernel", "other"]
-    assert static.opcode_histogram(static.sass_opcodes(listings["other"])) == {"EXIT": 1}
+    assert sass.opcode_histogram(sass.sass_opcodes(listings["other"])) == {"EXIT": 1}
 
 
 # ----------------------------------------------------------------------------- tool output readers
@@ -74,7 +75,7 @@ Resource usage:
  Function kernel_b:
   REG:12 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
 """
-    res = static.parse_resource_usage(text)
+    res = cubin.parse_resource_usage(text)
     assert (res["kernel_a"].registers, res["kernel_a"].stack_bytes, res["kernel_a"].shared_bytes,
             res["kernel_a"].local_bytes, res["kernel_a"].constant0_bytes) == (168, 16, 1024, 8, 1108)
     assert res["kernel_b"].registers == 12
@@ -91,9 +92,9 @@ def test_elf_facts_reader_both_barrier_forms():
 bar = 2\treg = 0\tlmem=0\tsmem=1024
 0xff017b82 0x00000a00 0x00000800 0x000fe200
 """
-    facts = static.parse_elf_facts(sm90)
+    facts = cubin.parse_elf_facts(sm90)
     assert facts["kern"] == {"required_block": (128, 1, 1), "barriers": 2}
-    assert static.elf_arch(sm90) == "sm_90a"
+    assert cubin.elf_arch(sm90) == "sm_90a"
     sm120 = """64bit elf: type=2, abi=8, sm=120a, toolkit=130, flags = 0x0
 .nv.info.kern
 \tAttribute:\tEIATTR_NUM_BARRIERS
@@ -107,10 +108,10 @@ lmem=0\tsmem=1024
 .text.plain
 lmem=0\tsmem=0
 """
-    facts = static.parse_elf_facts(sm120)
+    facts = cubin.parse_elf_facts(sm120)
     assert facts["kern"]["barriers"] == 1
     assert facts["plain"]["barriers"] == 0
-    assert static.elf_arch(sm120) == "sm_120a"
+    assert cubin.elf_arch(sm120) == "sm_120a"
 
 
 # ----------------------------------------------------------------------------- launches in the host IR
@@ -120,7 +121,7 @@ def recorded_example_compile(tmp_path_factory):
     spec = _example_module().SPEC
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-        return static.compile_artifacts(spec, {"threads": 256, "scratch": 0}, {"N": 16384}, "float32", "sm_90a")
+        return dsl_compile.compile_artifacts(spec, {"threads": 256, "scratch": 0}, {"N": 16384}, "float32", "sm_90a")
 
 
 def test_launch_request_read_from_the_compiled_host_code(recorded_example_compile):
@@ -156,7 +157,7 @@ def test_launches_from_ir_leaves_runtime_values_unknown():
     %84 = llvm.call @_cudaLaunchKernelEx(%69, %83, %72) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
   }
 """
-    (launch,) = static.launches_from_host_ir(ir)
+    (launch,) = dsl_compile.launches_from_host_ir(ir)
     assert launch.kernel == "kernel_rows_0"
     assert launch.block == (256, 1, 1)
     assert launch.dynamic_smem_bytes == 48

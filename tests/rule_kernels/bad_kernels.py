@@ -281,7 +281,7 @@ def _resource_usage(compiled) -> str:
     import subprocess
     import tempfile
 
-    from kernelscope.profiler.static import find_cuda_tool
+    from kernelscope.toolchain.tools import find_cuda_tool
 
     cubin = getattr(compiled, "__cubin__", None)
     if not isinstance(cubin, bytes):

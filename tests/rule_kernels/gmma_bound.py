@@ -163,8 +163,8 @@ def _cubin_summary(compiled) -> str:
     import subprocess
     import tempfile
 
-    from kernelscope.kernels.spec import disassemble_cubin
-    from kernelscope.profiler.static import find_cuda_tool
+    from kernelscope.toolchain.sass import disassemble_cubin
+    from kernelscope.toolchain.tools import find_cuda_tool
 
     cubin = compiled.__cubin__
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:

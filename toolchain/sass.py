@@ -1,0 +1,93 @@
+"""SASS: a cubin's instructions, per kernel function, as opcode lists and histograms.
+
+The listing comes from `cuobjdump --dump-sass` (what `inspect` and the static gate count)
+or `nvdisasm` (what the kernels' own compile reports attach); both print one instruction
+per line after a `/*offset*/` comment, which is all the parsing below relies on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+
+from kernelscope.toolchain.tools import run_tool, which_cuda_tool
+
+
+_SASS_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
+# `/*0a40*/  @!P0 HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT ;`
+_SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
+
+
+def split_sass_functions(text: str) -> dict[str, str]:
+    """`cuobjdump --dump-sass` output -> SASS listing per function."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        m = _SASS_FUNCTION.match(line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+        if current is not None:
+            current.append(line)
+    return {name: "\n".join(lines) + "\n" for name, lines in out.items()}
+
+
+def sass_opcodes(sass: str) -> list[str]:
+    """Full opcodes (with modifiers, e.g. `STL.64`) in listing order."""
+    return [m.group(1) for m in map(_SASS_INSTRUCTION.match, sass.splitlines()) if m]
+
+
+def opcode_histogram(opcodes: list[str]) -> dict[str, int]:
+    """Counts per base opcode (`HGMMA.64x128x16.F32.BF16` -> `HGMMA`), the names ncu's mix uses."""
+    counts: dict[str, int] = {}
+    for op in opcodes:
+        base = op.split(".", 1)[0]
+        counts[base] = counts.get(base, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+_ACCESS_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+def local_memory_bytes(opcodes: list[str], base: str) -> int:
+    """Bytes per thread moved by the `base` (STL or LDL) instructions in the binary."""
+    total = 0
+    for op in opcodes:
+        parts = op.split(".")
+        if parts[0] != base:
+            continue
+        width = 4
+        for modifier in parts[1:]:
+            width = _ACCESS_BYTES.get(modifier, width)
+        total += width
+    return total
+
+
+def expected_opcodes_missing(expected: list[str], opcodes: list[str]) -> list[str]:
+    """Expected entries no instruction matches. `HGMMA` matches any HGMMA; `LDSM.16.M88.4`
+    matches that opcode and longer forms of it."""
+    missing = []
+    for want in expected:
+        if not any(op == want or op.startswith(want + ".") for op in opcodes):
+            missing.append(want)
+    return missing
+
+
+def dump_sass(cubin_path: str) -> dict[str, str]:
+    """SASS listing per kernel function of a cubin file (`cuobjdump --dump-sass`)."""
+    return split_sass_functions(run_tool("cuobjdump", "--dump-sass", cubin_path))
+
+
+def disassemble_cubin(cubin: bytes) -> str | None:
+    """SASS text of a cubin from `nvdisasm -c`; None when nvdisasm is not installed or fails
+    (kernels attach it to their compile for reading, nothing depends on it)."""
+    tool = which_cuda_tool("nvdisasm")
+    if tool is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="kernelscope-") as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        result = subprocess.run([tool, "-c", path], capture_output=True, text=True)
+    return result.stdout if result.returncode == 0 else None

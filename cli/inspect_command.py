@@ -69,7 +69,7 @@ def _print_inspection(console, inspection, catalog) -> None:
     from rich.text import Text
 
     from kernelscope.profiler.compare import readings
-    from kernelscope.reports.formatting import format_value
+    from kernelscope.profiler.units import format_value
     from kernelscope.reports.terminal import describe
 
     settings = ", ".join(f"{k}={v}" for k, v in inspection.config.items())

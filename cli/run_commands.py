@@ -194,11 +194,12 @@ def _default_report_path(spec_name: str, ref: str | None) -> str:
 
 def profile_once(spec, target, ref, shape, dtype, config, report_path, section_set, clock, cache, seed, arch):
     from kernelscope.profiler.ncu import ProfileRequest, find_ncu, run_profile
+    from kernelscope.rules.collection import metrics_for_set
 
     ncu = find_ncu()
     req = ProfileRequest(target=target, reference=ref or "", shape=shape, dtype=dtype, config=config,
                          report_path=report_path, section_set=section_set, clock_control=clock,
-                         cache_control=cache, seed=seed, arch=arch)
+                         cache_control=cache, seed=seed, arch=arch, metrics=metrics_for_set(section_set))
     return run_profile(req, ncu=ncu)
 
 

@@ -408,6 +408,7 @@ def _profile_case(case: Case, suite: Suite, record: dict[str, Any], keep_dir: st
     from kernelscope.profiler.ncu import ProfileRequest, find_ncu, ncu_version, run_profile
     from kernelscope.profiler.report import load_report
     from kernelscope.profiler.worker import TARGET_RANGE
+    from kernelscope.rules.collection import metrics_for_set
 
     spec = registry.resolve(case.target)
     config = spec.config_for(record["shape"], record["dtype"], case.config)
@@ -417,7 +418,8 @@ def _profile_case(case: Case, suite: Suite, record: dict[str, Any], keep_dir: st
     ncu = find_ncu()
     req = ProfileRequest(target=case.target, reference="", shape=record["shape"], dtype=record["dtype"],
                          config=config, report_path=report_path, section_set=suite.ncu_sections,
-                         clock_control="none", cache_control=suite.cache_control, seed=case.seed, arch=case.arch)
+                         clock_control="none", cache_control=suite.cache_control, seed=case.seed, arch=case.arch,
+                         metrics=metrics_for_set(suite.ncu_sections))
     run_profile(req, ncu=ncu, timeout_s=600)
     profiles = [p for p in load_report(report_path) if any(r.startswith(TARGET_RANGE) for r in p.nvtx_ranges)]
     if not profiles:

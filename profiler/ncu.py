@@ -23,11 +23,11 @@ from kernelscope.profiler import worker
 from kernelscope.toolchain.tools import find_cuda_tool
 
 # Named sets (`profile --set NAME`):
-#   quick     the Occupancy section and exactly the metrics the catalog, the rules and the
-#             roofline read, collected by name (launch facts come with every launch) - the
-#             fewest replay passes that still fill every view;
-#   sections  the curated sections below plus those metrics (ncu's own section pages and
-#             rule output appear in the GUI);
+#   quick     the Occupancy section and the metrics the request names (the caller chooses
+#             them: kernelscope.rules.collection picks what every view reads) - the fewest
+#             replay passes that still fill every view;
+#   sections  the curated sections below plus the metrics the request names (ncu's own
+#             section pages and rule output appear in the GUI);
 #   full      ncu's `--set full` (adds SourceCounters, per-PC sampling, the most passes).
 NAMED_SETS = ("quick", "sections", "full")
 QUICK_SECTIONS = (
@@ -39,48 +39,6 @@ QUICK_SECTIONS = (
     "InstructionStats",
     "WarpStateStats",
 )
-# Section outputs the quick set names itself, since it collects no sections: the stall
-# breakdown (WarpStateStats) and the executed-instruction mix (InstructionStats); the
-# roofline's inputs come from reports.roofline.required_metrics().
-STALL_REASONS = (
-    "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle",
-    "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",
-    "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait",
-)
-QUICK_EXTRA_METRICS = (
-    "sass__inst_executed_per_opcode",
-    *(f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio" for reason in STALL_REASONS),
-)
-
-
-def quick_metrics() -> list[str]:
-    """The quick set: what the catalog, the rules and the roofline read, the stall breakdown and the mix."""
-    from kernelscope.reports.roofline import required_metrics
-    from kernelscope.rules.engine import load_rules
-
-    rules = [m for m in load_rules().raw_metrics() if not m.startswith("derived__")]  # derived: section outputs
-    return list(dict.fromkeys([*catalog_metrics(), *QUICK_EXTRA_METRICS, *required_metrics(), *rules]))
-
-
-def catalog_metrics() -> list[str]:
-    """Every raw metric the catalog's entries read, collected by name in the quick set.
-
-    The sections above carry most of them; naming them all keeps the catalog and the
-    quick set from drifting apart. Launch and device attributes are always collected;
-    derived metrics and the stall ratios exist only as section outputs (WarpStateStats),
-    so they are not named.
-    """
-    from kernelscope.profiler.catalog import load_catalog
-
-    names: list[str] = []
-    for definition in load_catalog().metrics.values():
-        for name in definition.raw_metrics():
-            if name.startswith(("launch__", "device__", "static__", "derived__", "smsp__average_warps_issue_stalled_")):
-                continue
-            if name not in names:
-                names.append(name)
-    return names
-
 CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
 PERMISSION_FIX = ("GPU performance counters are restricted to admin users (ERR_NVGPUCTRPERM): run as root, "
@@ -102,7 +60,9 @@ class ProfileRequest:
     cache_control: str = "all"
     seed: int = 0
     arch: str = "sm_90a"
-    extra_metrics: list[str] = field(default_factory=list)
+    # Metrics collected by name on top of the sections. The driver does not choose them:
+    # what the views read is known above it (kernelscope.rules.collection.metrics_for_set).
+    metrics: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -172,14 +132,8 @@ def worker_command(req: ProfileRequest, status_path: str | None) -> list[str]:
 
 
 def requested_metrics(req: ProfileRequest) -> list[str]:
-    """Metrics collected by name: the quick set's catalog extras plus any the caller adds."""
-    if req.section_set == "quick":
-        metrics = quick_metrics()
-    elif req.section_set == "sections":
-        metrics = catalog_metrics()
-    else:
-        metrics = []
-    return metrics + [m for m in req.extra_metrics if m not in metrics]
+    """Metrics collected by name: the request's, once each, in its order."""
+    return list(dict.fromkeys(req.metrics))
 
 
 def known_metric_bases(ncu: str, chip: str | None = "gh100") -> set[str] | None:

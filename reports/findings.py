@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.text import Text
 
 from kernelscope.profiler.compare import Comparison, Verdict
-from kernelscope.reports.formatting import format_value
+from kernelscope.profiler.units import format_value
 from kernelscope.rules.diagnosis import Diagnosis
 from kernelscope.rules.findings import Finding
 

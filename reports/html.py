@@ -20,14 +20,14 @@ from kernelscope.profiler.catalog import Catalog, load_catalog
 from kernelscope.profiler.compare import readings
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.reports import plots
-from kernelscope.reports.formatting import (
+from kernelscope.profiler.units import (
     NOT_COLLECTED,
     format_change,
     format_relative,
     format_share,
     format_value,
 )
-from kernelscope.reports.roofline import SECTIONS_NEEDED, Roofline, roofline
+from kernelscope.profiler.roofline import SECTIONS_NEEDED, Roofline, roofline
 
 TOP_CHANGES = 15          # bars in the "largest metric changes" plot
 TOP_OPCODES = 15          # opcodes in the instruction-mix plot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernelscope.profiler.compare import Comparison, MetricReading
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.reports.formatting import format_change, format_relative, format_share, format_value
+from kernelscope.profiler.units import format_change, format_relative, format_share, format_value
 from kernelscope.reports.terminal import comparability_warnings, describe, session_line
 
 _MARK = {"a": "**A**", "b": "B", "same": "="}

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from kernelscope.reports.roofline import Roofline
+from kernelscope.profiler.roofline import Roofline
 
 # Colour per role: the kernel (A) and the reference (B); further kernels cycle through the rest.
 _ROLE_COLOURS = ("#1f6fd1", "#e0731c", "#2a9d4b", "#9b4dca", "#c23b3b", "#7a7a7a", "#b8860b", "#17a2b8")

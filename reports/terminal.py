@@ -11,7 +11,7 @@ from rich.text import Text
 
 from kernelscope.profiler.compare import Comparison, MetricReading
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.reports.formatting import (
+from kernelscope.profiler.units import (
     format_change,
     format_relative,
     format_share,

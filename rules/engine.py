@@ -32,7 +32,7 @@ from kernelscope.profiler.catalog import Catalog, evaluate as evaluate_metric, l
 from kernelscope.profiler.derived import DEVICE_FACTS, device_fact, is_number as _is_number, plain as _plain
 from kernelscope.profiler.expression import FUNCTIONS, Expression
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.reports.formatting import NOT_COLLECTED, format_value
+from kernelscope.profiler.units import NOT_COLLECTED, format_value
 from kernelscope.rules.findings import Finding, QuotedValue, rank
 from kernelscope.rules.loader import _PLACEHOLDER, builtin_files, load_rules, rewrite_names  # noqa: F401  (re-exported)
 from kernelscope.rules.model import Rule, RuleSet  # noqa: F401  (re-exported)

@@ -14,12 +14,14 @@ import pytest
 from kernelscope.errors import UserError
 from kernelscope.profiler import ncu
 from kernelscope.profiler.ncu import ProfileRequest
+from kernelscope.rules import collection
 
 
 def _req(tmp_path, **kw):
     base = dict(target="rmsnorm", reference="torch.rmsnorm", shape={"M": 64, "N": 4096}, dtype="bfloat16",
                 config={"threads": 256, "vec": 8}, report_path=str(tmp_path / "r.ncu-rep"))
     base.update(kw)
+    base.setdefault("metrics", collection.metrics_for_set(base.get("section_set", "quick")))
     return ProfileRequest(**base)
 
 
@@ -37,7 +39,7 @@ def test_quick_command_filters_ranges_and_states_controls(tmp_path):
     assert "sass__inst_executed_per_opcode" in metrics
     assert "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio" in metrics
     assert "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in metrics
-    assert metrics == ncu.quick_metrics()
+    assert metrics == collection.quick_metrics()
     sections = ncu.build_command("/opt/ncu", _req(tmp_path, section_set="sections"))
     assert [sections[j + 1] for j, a in enumerate(sections) if a == "--section"] == list(ncu.QUICK_SECTIONS)
     assert cmd[cmd.index("--export") + 1] == str(tmp_path / "r")     # ncu adds .ncu-rep
@@ -58,6 +60,16 @@ def test_full_and_named_sections(tmp_path):
     assert named[named.index("--cache-control") + 1] == "none"
     with pytest.raises(UserError):
         ncu.build_command("ncu", _req(tmp_path, section_set=["Speed;rm"]))
+
+
+def test_the_driver_collects_what_the_request_names(tmp_path):
+    # The choice of metrics is the caller's: a quick request naming none collects none by name.
+    bare = ncu.build_command("ncu", _req(tmp_path, metrics=[]))
+    assert "--metrics" not in bare and bare[bare.index("--section") + 1] == "Occupancy"
+    named = ncu.build_command("ncu", _req(tmp_path, metrics=["dram__bytes_read.sum", "dram__bytes_read.sum"]))
+    assert named[named.index("--metrics") + 1] == "dram__bytes_read.sum"
+    assert collection.metrics_for_set("sections") == collection.catalog_metrics()
+    assert collection.metrics_for_set("full") == [] and collection.metrics_for_set(["SpeedOfLight"]) == []
     with pytest.raises(UserError):
         ncu.build_command("ncu", _req(tmp_path, clock_control="boost"))
 
@@ -143,12 +155,13 @@ def test_cli_input_errors_are_one_line():
 
 
 def test_metrics_unknown_to_ncu_are_dropped_not_fatal(tmp_path):
-    req = _req(tmp_path, extra_metrics=["made_up__metric.sum"])
+    quick = collection.quick_metrics()
+    req = _req(tmp_path, metrics=[*quick, "made_up__metric.sum"])
     wanted = ncu.requested_metrics(req)
-    assert wanted[: len(ncu.quick_metrics())] == ncu.quick_metrics() and wanted[-1] == "made_up__metric.sum"
-    known = {m.split(".", 1)[0] for m in ncu.quick_metrics()}
+    assert wanted[: len(quick)] == quick and wanted[-1] == "made_up__metric.sum"
+    known = {m.split(".", 1)[0] for m in quick}
     kept, dropped = ncu.drop_unknown_metrics(wanted, known)
-    assert kept == ncu.quick_metrics() and dropped == ["made_up__metric.sum"]
+    assert kept == quick and dropped == ["made_up__metric.sum"]
     assert ncu.drop_unknown_metrics(wanted, None) == (wanted, [])      # query failed: keep all
     fake = _fake_ncu(tmp_path, 'echo "dram__bytes_read   # of bytes read from DRAM"\n'
                                'echo "smsp__inst_executed   # of warp instructions"')

@@ -1,4 +1,5 @@
-"""How values look in text tables (terminal, Markdown). Pure formatting, no computation."""
+"""How a value with its unit reads as text: part of the model, so that rule messages and every
+renderer (terminal, Markdown, HTML) say the same number the same way. No computation."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def _progress(quiet: bool):
 
 
 def _parse_rule(pattern: str, spec: str):
-    from kernelscope.profiler.gate import MetricRule
+    from kernelscope.gate.policy import MetricRule
 
     fields: dict = {"match": pattern}
     for item in spec.split(","):
@@ -101,19 +101,21 @@ def baseline_save(suite_path, report_path, output, force, static_only, keep_repo
     """Run the suite and write a baseline: per case the timing samples, the ncu counters (when
     the suite asks), the compile-only facts and the environment. Written atomically; an
     existing file is replaced only with --force."""
-    from kernelscope.profiler import baseline as bl
+    from kernelscope.gate.baseline import document_from_report, save_baseline
+    from kernelscope.gate.runner import run_suite
+    from kernelscope.gate.suite import load_suite
 
     if os.path.exists(output) and not force:
         raise UserError(f"{output} exists: pass --force to replace it")
     if report_path and suite_path:
         raise UserError("give --suite or --report, not both")
     if report_path:
-        doc = bl.document_from_report(report_path)
+        doc = document_from_report(report_path)
     else:
-        suite = bl.load_suite(_find_suite(suite_path or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)))
-        doc = bl.run_suite(suite, static_only=static_only, use_cache=not no_cache, keep_reports=keep_reports,
-                           progress=_progress(quiet))
-    path = bl.save_baseline(doc, output, force=force)
+        suite = load_suite(_find_suite(suite_path or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)))
+        doc = run_suite(suite, static_only=static_only, use_cache=not no_cache, keep_reports=keep_reports,
+                        progress=_progress(quiet))
+    path = save_baseline(doc, output, force=force)
     gpu = (doc["environment"].get("gpu") or {}).get("name")
     click.echo(f"kernelscope: wrote {doc['kind']} baseline of {len(doc['cases'])} cases to {path}"
                + (f" ({gpu})" if gpu else ""), err=True)
@@ -156,40 +158,43 @@ def gate(baseline_path, suite_path, report_path, static_only, accept_inconclusiv
     3 inconclusive (different GPU, clocks, driver, ncu or toolchain; a metric missing on one
     side; too noisy to tell): --accept-inconclusive makes that 0.
     """
-    from kernelscope.profiler import baseline as bl
-    from kernelscope.profiler import gate as gt
+    from kernelscope.gate.baseline import align_report_to_baseline, document_from_report, load_baseline, save_baseline
+    from kernelscope.gate.policy import COUNTERS, STATIC, MetricRule, Policy
+    from kernelscope.gate.runner import run_suite
+    from kernelscope.gate.suite import load_suite
+    from kernelscope.gate.verdicts import gate as judge
     from kernelscope.reports import gate_output as out
 
     if suite_path and report_path:
         raise UserError("give --suite or --report, not both")
-    base = bl.load_baseline(baseline_path)
+    base = load_baseline(baseline_path)
     suite = None
     if report_path:
-        current = bl.align_report_to_baseline(bl.document_from_report(report_path), base)
+        current = align_report_to_baseline(document_from_report(report_path), base)
         if not current["cases"]:
             raise UserError(f"{report_path}: no kernel of the report matches a case of {baseline_path}")
-        mode, families, source = "report", [gt.COUNTERS], report_path
+        mode, families, source = "report", [COUNTERS], report_path
     else:
         recorded = (base.get("suite") or {}).get("path")
         chosen = suite_path or recorded or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)
-        suite = bl.load_suite(_find_suite(chosen))
+        suite = load_suite(_find_suite(chosen))
         static_only = static_only or base.get("kind") == "static" or suite.static_only
-        current = bl.run_suite(suite, static_only=static_only, use_cache=not no_cache, progress=_progress(quiet))
+        current = run_suite(suite, static_only=static_only, use_cache=not no_cache, progress=_progress(quiet))
         mode, source = "suite", suite.path
-        families = [gt.STATIC] if static_only else None
+        families = [STATIC] if static_only else None
     if save_run:
-        bl.save_baseline(current, save_run, force=True)
+        save_baseline(current, save_run, force=True)
 
     extra = list(suite.rules) if suite is not None else []
     if min_effect is not None:
-        extra.append(gt.MetricRule("timing:*", min_effect=min_effect))
+        extra.append(MetricRule("timing:*", min_effect=min_effect))
     if alpha is not None:
         if not 0 < alpha < 1:
             raise UserError("--alpha must lie between 0 and 1")
-        extra.append(gt.MetricRule("timing:*", alpha=alpha))
+        extra.append(MetricRule("timing:*", alpha=alpha))
     extra += [_parse_rule(p, s) for p, s in rules]
-    policy = gt.Policy(accept_inconclusive=accept_inconclusive).with_rules(extra)
-    result = gt.gate(base, current, policy, mode=mode, families=families)
+    policy = Policy(accept_inconclusive=accept_inconclusive).with_rules(extra)
+    result = judge(base, current, policy, mode=mode, families=families)
 
     out.print_gate(result, verbose=verbose)
     if markdown_path:

@@ -1,6 +1,6 @@
 """Renderings of a gate result: terminal (rich), markdown, JUnit XML, JSON, GitHub annotations.
 
-Nothing here decides a verdict (kernelscope.profiler.gate does); these only lay it out.
+Nothing here decides a verdict (kernelscope.gate.verdicts does); these only lay it out.
 The JSON document is versioned: schema `kernelscope.gate`, GATE_SCHEMA_VERSION.
 """
 
@@ -12,8 +12,8 @@ from typing import Any, Iterable
 from xml.sax.saxutils import escape, quoteattr
 
 from kernelscope import __version__
-from kernelscope.profiler.gate import (IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION, TIMING, VERDICTS,
-                                       GateResult, MetricVerdict)
+from kernelscope.gate.policy import TIMING
+from kernelscope.gate.verdicts import IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION, VERDICTS, GateResult, MetricVerdict
 
 GATE_SCHEMA = "kernelscope.gate"
 GATE_SCHEMA_VERSION = 1

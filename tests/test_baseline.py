@@ -12,8 +12,11 @@ import pytest
 
 from kernelscope.cli.main import main
 from kernelscope.errors import UserError
-from kernelscope.profiler import baseline as bl
-from kernelscope.profiler import gate as g
+from kernelscope.gate import baseline as bl
+from kernelscope.gate import environment
+from kernelscope.gate import policy as gate_policy
+from kernelscope.gate import suite as suites
+from kernelscope.gate import verdicts as g
 from kernelscope.reports import gate_output as out
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +56,7 @@ config = {cluster = [2, 1]}
 samples = 7
 ncu = true
 """)
-    suite = bl.load_suite(path)
+    suite = suites.load_suite(path)
     ids = [c.id for c in suite.cases]
     assert ids == ["rms/M=1024,N=4096/vec=8", "rms/M=1024,N=4096/vec=4,threads=128",
                    "rms/M=2048,N=4096/vec=8", "rms/M=2048,N=4096/vec=4,threads=128", "rmsnorm"]
@@ -74,18 +77,18 @@ ncu = true
 ])
 def test_suite_errors_are_one_line(tmp_path, text, message):
     with pytest.raises(UserError, match=message):
-        bl.load_suite(_suite(tmp_path, text))
+        suites.load_suite(_suite(tmp_path, text))
 
 
 def test_suite_rules_are_read(tmp_path):
-    suite = bl.load_suite(_suite(tmp_path, "[[rule]]\nmatch='static:sass.NOP'\nignore=true\n[[case]]\ntarget='rmsnorm'\n"))
+    suite = suites.load_suite(_suite(tmp_path, "[[rule]]\nmatch='static:sass.NOP'\nignore=true\n[[case]]\ntarget='rmsnorm'\n"))
     assert suite.rules[0].ignore
 
 
 def test_static_suite_covers_every_registered_target_and_arch():
     from kernelscope.kernels import registry
 
-    suite = bl.load_suite(STATIC_SUITE)
+    suite = suites.load_suite(STATIC_SUITE)
     covered = {(c.target, c.arch) for c in suite.cases}
     for name in registry.names():
         for arch in registry.resolve(name).archs:
@@ -185,7 +188,7 @@ def test_static_gate_fails_when_the_baseline_demands_fewer_registers(static_run,
     path.write_text(json.dumps(edited))
     # The gate against the edited copy, judging the run already made (same compile).
     current = bl.load_baseline(run)
-    result = g.gate(bl.load_baseline(path), current, families=[g.STATIC])
+    result = g.gate(bl.load_baseline(path), current, families=[gate_policy.STATIC])
     bad = [m for m in result.metrics if m.verdict == g.REGRESSION]
     assert [(m.case, m.metric) for m in bad] == [(edited["cases"][0]["id"], "launch__registers_per_thread")]
     assert result.exit_code == 1
@@ -202,10 +205,10 @@ def test_static_gate_other_toolchain_is_inconclusive(static_run, tmp_path):
     _, _, base, run = static_run
     edited = json.loads(base.read_text())
     edited["environment"]["nvidia-cutlass-dsl"] = "0.0.1"
-    result = g.gate(edited, bl.load_baseline(run), families=[g.STATIC])
+    result = g.gate(edited, bl.load_baseline(run), families=[gate_policy.STATIC])
     assert result.verdict == g.INCONCLUSIVE and result.exit_code == 3
-    assert g.gate(edited, bl.load_baseline(run), g.Policy(accept_inconclusive=True),
-                  families=[g.STATIC]).exit_code == 0
+    assert g.gate(edited, bl.load_baseline(run), gate_policy.Policy(accept_inconclusive=True),
+                  families=[gate_policy.STATIC]).exit_code == 0
 
 
 def test_baseline_save_static_only_refuses_to_overwrite(tmp_path, capsys):
@@ -254,7 +257,7 @@ def test_report_from_another_gpu_is_inconclusive(fixture_file, tmp_path):
     doc = bl.document_from_report(report)
     doc["environment"]["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
     current = bl.align_report_to_baseline(bl.document_from_report(report), doc)
-    result = g.gate(doc, current, mode="report", families=[g.COUNTERS])
+    result = g.gate(doc, current, mode="report", families=[gate_policy.COUNTERS])
     assert result.verdict == g.INCONCLUSIVE
     assert all(m.verdict == g.INCONCLUSIVE for m in result.metrics)
 
@@ -266,7 +269,7 @@ def test_report_matches_a_suite_case_by_kernel_name(fixture_file):
     suite_like = {**doc, "cases": [{**gemm, "id": "gemm-4k"}]}
     aligned = bl.align_report_to_baseline(bl.document_from_report(report), suite_like)
     assert [c["id"] for c in aligned["cases"]] == ["gemm-4k"]
-    assert g.gate(suite_like, aligned, mode="report", families=[g.COUNTERS]).verdict == g.PASS
+    assert g.gate(suite_like, aligned, mode="report", families=[gate_policy.COUNTERS]).verdict == g.PASS
 
 
 # ----------------------------------------------------------------------------- renderers
@@ -284,7 +287,7 @@ def test_markdown_and_junit_of_an_inconclusive_result():
     v = g.MetricVerdict(case="c", family="timing", metric="target", verdict=g.INCONCLUSIVE,
                         reason="environment differs: gpu.name 'A' vs 'B'", unit="ms", baseline=0.1, current=0.2)
     result = g.GateResult(cases=[g.CaseVerdict(case="c", description="rmsnorm", metrics=[v])],
-                          environment_differences=[g.EnvironmentDifference("gpu.name", "A", "B", ["timing"])],
+                          environment_differences=[environment.EnvironmentDifference("gpu.name", "A", "B", ["timing"])],
                           baseline_environment={}, current_environment={})
     md = out.gate_markdown(result)
     assert "INCONCLUSIVE" in md and "`gpu.name`" in md and "100.00 µs" in md

@@ -8,14 +8,16 @@ import random
 
 import pytest
 
-from kernelscope.profiler import gate as g
+from kernelscope.gate import policy as gate_policy
+from kernelscope.gate import statistics as stats
+from kernelscope.gate import verdicts as g
 
 
 # ----------------------------------------------------------------------------- Mann-Whitney
 
 def test_rank_test_exact_small_samples():
     # All three of x above all three of y: U = 9 of 9, P = 1 / C(6, 3) = 0.05.
-    t = g.mann_whitney([4, 5, 6], [1, 2, 3])
+    t = stats.mann_whitney([4, 5, 6], [1, 2, 3])
     assert t.method == "exact"
     assert t.u == 9
     assert t.p_greater == pytest.approx(0.05)
@@ -26,7 +28,7 @@ def test_rank_test_exact_matches_enumeration():
     import itertools
 
     x, y = [1.5, 3.2, 7.0, 8.1], [2.0, 2.5, 4.0, 5.5, 6.0]
-    observed = g.mann_whitney(x, y)
+    observed = stats.mann_whitney(x, y)
     pooled = x + y
     # Enumerate every split of the pooled values into groups of |x| and |y|.
     us = []
@@ -43,7 +45,7 @@ def test_rank_test_normal_approximation_against_scipy():
     rng = random.Random(7)
     x = [rng.gauss(1.02, 0.05) for _ in range(150)]
     y = [rng.gauss(1.00, 0.05) for _ in range(120)]
-    ours = g.mann_whitney(x, y)
+    ours = stats.mann_whitney(x, y)
     ref = scipy_stats.mannwhitneyu(x, y, alternative="greater", method="asymptotic", use_continuity=True)
     assert ours.method == "normal"
     assert ours.u == pytest.approx(ref.statistic)
@@ -54,13 +56,13 @@ def test_rank_test_ties_use_corrected_variance():
     scipy_stats = pytest.importorskip("scipy.stats")
     x = [1, 1, 2, 2, 3, 3, 3, 4] * 5
     y = [1, 2, 2, 2, 3, 3, 4, 4] * 5
-    ours = g.mann_whitney(x, y)
+    ours = stats.mann_whitney(x, y)
     ref = scipy_stats.mannwhitneyu(x, y, alternative="less", method="asymptotic")
     assert ours.p_less == pytest.approx(ref.pvalue, rel=1e-6)
 
 
 def test_rank_test_identical_samples_give_no_evidence():
-    t = g.mann_whitney([2.0] * 50, [2.0] * 50)
+    t = stats.mann_whitney([2.0] * 50, [2.0] * 50)
     assert t.p_greater == 1.0 and t.p_less == 1.0
 
 
@@ -138,7 +140,7 @@ def test_large_change_without_evidence_is_inconclusive():
 
 
 def test_min_effect_is_configurable_per_metric():
-    policy = g.Policy().with_rules([g.MetricRule("timing:target", min_effect=0.2)])
+    policy = gate_policy.Policy().with_rules([gate_policy.MetricRule("timing:target", min_effect=0.2)])
     result = g.gate(_doc(), _doc(target_ms=0.11, seed=3), policy)
     assert _verdict(result, "timing", "target").verdict == g.PASS
 
@@ -203,9 +205,9 @@ def test_counter_tolerance_rules():
     for d in (base, cur):
         d["environment"]["ncu"] = {"version": "2025.3.1.0", "clock_control": "none", "cache_control": "all"}
     assert _verdict(g.gate(base, cur), "counters", "dram__bytes_read.sum").verdict == g.PASS   # 3% < 5%
-    strict = g.Policy().with_rules([g.MetricRule("counters:dram__*", rel=0.01)])
+    strict = gate_policy.Policy().with_rules([gate_policy.MetricRule("counters:dram__*", rel=0.01)])
     assert _verdict(g.gate(base, cur, strict), "counters", "dram__bytes_read.sum").verdict == g.REGRESSION
-    ignored = g.Policy().with_rules([g.MetricRule("counters:dram__*", ignore=True)])
+    ignored = gate_policy.Policy().with_rules([gate_policy.MetricRule("counters:dram__*", ignore=True)])
     assert not [m for m in g.gate(base, cur, ignored).metrics if m.metric == "dram__bytes_read.sum"]
 
 
@@ -253,12 +255,12 @@ def test_ncu_version_matters_only_for_counters():
 def test_regression_beats_inconclusive_and_accept_flag():
     base, cur = _doc(), _doc(target_ms=0.11, seed=3)
     cur["cases"][0]["static"][0]["metrics"]["launch__block_size"]["value"] = 128
-    result = g.gate(base, cur, g.Policy(accept_inconclusive=True))
+    result = g.gate(base, cur, gate_policy.Policy(accept_inconclusive=True))
     assert result.exit_code == g.EXIT_REGRESSION
     only_unsure = _doc(seed=1)
     only_unsure["cases"][0]["static"][0]["metrics"]["launch__block_size"]["value"] = 128
     assert g.gate(base, only_unsure).exit_code == g.EXIT_INCONCLUSIVE
-    assert g.gate(base, only_unsure, g.Policy(accept_inconclusive=True)).exit_code == 0
+    assert g.gate(base, only_unsure, gate_policy.Policy(accept_inconclusive=True)).exit_code == 0
 
 
 def test_cases_missing_on_either_side():
@@ -281,7 +283,7 @@ def test_wrong_output_is_a_regression_even_when_faster():
 
 def test_static_family_only():
     cur = _doc(target_ms=0.2)
-    result = g.gate(_doc(), cur, families=[g.STATIC])
+    result = g.gate(_doc(), cur, families=[gate_policy.STATIC])
     assert {m.family for m in result.metrics} == {"static"}
     assert result.verdict == g.PASS
 
@@ -290,7 +292,22 @@ def test_rule_validation():
     from kernelscope.errors import UserError
 
     with pytest.raises(UserError, match="unknown key"):
-        g.MetricRule.from_dict({"match": "timing:*", "tolerance": 1})
+        gate_policy.MetricRule.from_dict({"match": "timing:*", "tolerance": 1})
     with pytest.raises(UserError, match="alpha"):
-        g.MetricRule.from_dict({"match": "timing:*", "alpha": 2})
-    assert math.isclose(g.Policy().rule_for("timing", "target").min_effect, 0.03)
+        gate_policy.MetricRule.from_dict({"match": "timing:*", "alpha": 2})
+    assert math.isclose(gate_policy.Policy().rule_for("timing", "target").min_effect, 0.03)
+
+
+def test_a_catalog_that_does_not_load_stops_the_gate(monkeypatch):
+    # Judging without the catalog's directions would call every change "lower is better":
+    # the malformed catalog is reported, not skipped.
+    from kernelscope.errors import UserError
+
+    def broken_catalog():
+        raise UserError("catalog.toml: not valid TOML (line 3)")
+
+    monkeypatch.setattr(gate_policy, "load_catalog", broken_catalog)
+    with pytest.raises(UserError, match="not valid TOML"):
+        g.gate(_doc(), _doc())
+    monkeypatch.undo()
+    assert gate_policy.catalog_directions()["launch__registers_per_thread"] == "lower"

@@ -15,15 +15,20 @@ Every metric of every case gets one of four verdicts:
 Exit codes: 0 pass, 1 regression, 2 usage or input error (raised as UserError),
 3 inconclusive (0 with accept_inconclusive). Improvements never fail.
 Nothing here measures or renders: it takes two baseline documents (see
-kernelscope.profiler.baseline) and returns a GateResult.
+kernelscope.gate.baseline) and returns a GateResult. The rules of judging are in
+kernelscope.gate.policy, the statistics in kernelscope.gate.statistics.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
+
+from kernelscope.gate.environment import EnvironmentDifference, environment_differences
+from kernelscope.gate.policy import (CORRECTNESS, COUNTERS, FAMILIES, STATIC, TIMING, MetricRule, Policy,
+                                     catalog_directions, direction_for)
+from kernelscope.gate.statistics import mann_whitney, median
 
 PASS = "PASS"
 REGRESSION = "REGRESSION"
@@ -35,244 +40,6 @@ EXIT_PASS = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
-
-# Metric families: where a metric comes from, which decides its default rule and
-# which environment facts must match for it to be comparable.
-TIMING = "timing"          # per-launch CUDA-event samples
-COUNTERS = "counters"      # Nsight Compute metrics of a profiled launch
-STATIC = "static"          # compile-only inspection of the binary
-CORRECTNESS = "correctness"
-FAMILIES = (CORRECTNESS, TIMING, COUNTERS, STATIC)
-
-# Environment facts that must be equal on both sides for a family to be comparable.
-# The git commit and the creation time are recorded but never compared.
-ENVIRONMENT_KEYS: dict[str, tuple[str, ...]] = {
-    TIMING: ("gpu.name", "gpu.sm_count", "gpu.compute_capability", "driver", "cuda",
-             "torch", "nvidia-cutlass-dsl", "timing.clock_control", "timing.flush_l2",
-             "timing.application_clocks_mhz", "timing.power_limit"),
-    COUNTERS: ("gpu.name", "gpu.sm_count", "gpu.compute_capability", "driver", "ncu.version",
-               "ncu.clock_control", "ncu.cache_control", "nvidia-cutlass-dsl"),
-    STATIC: ("nvidia-cutlass-dsl", "static.analysis"),
-    CORRECTNESS: (),
-}
-
-
-# ----------------------------------------------------------------------------- statistics
-
-def _ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
-    """Average ranks (1-based) of `values`, and the sizes of the groups of ties."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    ties = []
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        average = (i + j) / 2 + 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = average
-        ties.append(j - i + 1)
-        i = j + 1
-    return ranks, ties
-
-
-# Below this many arrangements the exact distribution of U is enumerated (no ties only).
-_EXACT_LIMIT = 30
-
-
-def _exact_upper_tail(u: float, n1: int, n2: int) -> float:
-    """P(U >= u) under the null hypothesis, with no ties, by counting arrangements."""
-    # counts[m][n] is a list: number of orderings of m x's and n y's with each value of U.
-    table: dict[tuple[int, int], list[int]] = {}
-
-    def counts(m: int, n: int) -> list[int]:
-        if m == 0 or n == 0:
-            return [1]
-        key = (m, n)
-        if key not in table:
-            # The largest element is an x (it beats all n y's) or a y.
-            with_x = counts(m - 1, n)
-            with_y = counts(m, n - 1)
-            out = [0] * (m * n + 1)
-            for k, c in enumerate(with_x):
-                out[k + n] += c
-            for k, c in enumerate(with_y):
-                out[k] += c
-            table[key] = out
-        return table[key]
-
-    dist = counts(n1, n2)
-    total = sum(dist)
-    start = max(0, math.ceil(u - 1e-9))
-    return sum(dist[start:]) / total
-
-
-@dataclass
-class RankTest:
-    u: float            # Mann-Whitney U of the first sample (pairs where it is larger)
-    p_greater: float    # one-sided p: the first sample tends to be larger
-    p_less: float       # one-sided p: the first sample tends to be smaller
-    method: str         # "exact" or "normal"
-
-
-def mann_whitney(x: Sequence[float], y: Sequence[float]) -> RankTest:
-    """Mann-Whitney U test of x against y, both one-sided p-values.
-
-    Exact when both samples are small and untied; otherwise the normal approximation
-    with the tie correction of the variance and a continuity correction.
-    """
-    n1, n2 = len(x), len(y)
-    if n1 == 0 or n2 == 0:
-        raise ValueError("mann_whitney needs two non-empty samples")
-    ranks, ties = _ranks(list(x) + list(y))
-    r1 = sum(ranks[:n1])
-    u1 = r1 - n1 * (n1 + 1) / 2
-    u2 = n1 * n2 - u1
-    untied = all(t == 1 for t in ties)
-    if untied and n1 <= _EXACT_LIMIT and n2 <= _EXACT_LIMIT:
-        return RankTest(u=u1, p_greater=_exact_upper_tail(u1, n1, n2),
-                        p_less=_exact_upper_tail(u2, n1, n2), method="exact")
-    n = n1 + n2
-    tie_term = sum(t ** 3 - t for t in ties) / (n * (n - 1)) if n > 1 else 0.0
-    variance = n1 * n2 / 12.0 * ((n + 1) - tie_term)
-    mean = n1 * n2 / 2.0
-    if variance <= 0:
-        # Every value equal: no evidence either way.
-        return RankTest(u=u1, p_greater=1.0, p_less=1.0, method="normal")
-    sd = math.sqrt(variance)
-    z_greater = (u1 - mean - 0.5) / sd
-    z_less = (mean - u1 - 0.5) / sd
-    return RankTest(u=u1, p_greater=_upper_normal(z_greater), p_less=_upper_normal(z_less), method="normal")
-
-
-def _upper_normal(z: float) -> float:
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
-
-
-def median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    if n == 0:
-        raise ValueError("median of no values")
-    mid = n // 2
-    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2
-
-
-# ----------------------------------------------------------------------------- rules
-
-@dataclass
-class MetricRule:
-    """How one metric (or a glob of them) is judged. Patterns match "family:metric",
-    e.g. "timing:target", "static:launch__registers_per_thread", "counters:sass.*"."""
-
-    match: str
-    rel: float | None = None          # counters: relative tolerance of |current - baseline| / |baseline|
-    abs: float | None = None          # counters: absolute tolerance
-    min_effect: float | None = None   # timing: smallest relative change of the median that counts
-    alpha: float | None = None        # timing: level of the rank test
-    better: str | None = None         # "lower", "higher" or "none"; None: from the catalog / defaults
-    min_samples: int | None = None    # timing: fewer samples on either side -> INCONCLUSIVE
-    ignore: bool = False              # leave the metric out of the gate
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str = "rule") -> "MetricRule":
-        from kernelscope.errors import UserError
-
-        known = {"match", "rel", "abs", "min_effect", "alpha", "better", "min_samples", "ignore"}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise UserError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        if not isinstance(d.get("match"), str) or not d["match"]:
-            raise UserError(f"{where}: `match` must name a metric pattern such as \"static:launch__*\"")
-        for key in ("rel", "abs", "min_effect", "alpha"):
-            v = d.get(key)
-            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0):
-                raise UserError(f"{where}: {key} must be a non-negative number")
-        if d.get("alpha") is not None and not 0 < d["alpha"] < 1:
-            raise UserError(f"{where}: alpha must lie between 0 and 1")
-        if d.get("better") not in (None, "lower", "higher", "none"):
-            raise UserError(f"{where}: better must be lower, higher or none")
-        return cls(**dict(d))
-
-
-# Defaults, most general first; suite rules and command-line rules come after and win.
-DEFAULT_RULES: tuple[MetricRule, ...] = (
-    MetricRule("timing:*", min_effect=0.03, alpha=0.01, better="lower", min_samples=10),
-    # The binary is deterministic: any change of a compile-only fact is a change.
-    MetricRule("static:*", rel=0.0, abs=0.0),
-    MetricRule("static:sass.*", rel=0.0, abs=0.0, better="lower"),
-    MetricRule("static:static__sass_instructions", rel=0.0, abs=0.0, better="lower"),
-    # Launch facts of a run are exact; counts of executed work move a little with spin
-    # loops on barriers and with caches, bytes more so.
-    MetricRule("counters:*", rel=0.02, abs=0.0),
-    MetricRule("counters:launch__*", rel=0.0, abs=0.0),
-    MetricRule("counters:sass.*", rel=0.02, abs=64, better="lower"),
-    MetricRule("counters:*bytes*", rel=0.05, abs=4096),
-    # Conflicts depend on which warps meet in a bank at the same time.
-    MetricRule("counters:l1tex__data_bank_conflicts_*", rel=0.05, abs=64),
-    MetricRule("counters:*spilling*", rel=0.0, abs=0.0, better="lower"),
-    MetricRule("counters:l1tex__t_bytes_pipe_lsu_mem_local_op_*", rel=0.0, abs=0.0, better="lower"),
-    MetricRule("correctness:*", better="none"),
-)
-
-# Facts whose change means "a different launch", not better or worse.
-_NO_DIRECTION = ("launch__block_size", "launch__grid_size", "launch__cluster_size",
-                 "launch__barrier_count", "static__expected_sass_missing_opcodes")
-
-
-@dataclass
-class Policy:
-    rules: list[MetricRule] = field(default_factory=lambda: list(DEFAULT_RULES))
-    accept_inconclusive: bool = False
-    # A case whose target timing is a measured improvement may spend resources for it:
-    # worse counters and compile-only facts are then reported but do not fail.
-    trade_for_speed: bool = True
-
-    def rule_for(self, family: str, metric: str) -> MetricRule:
-        """The merged rule: later matching rules override the fields they set."""
-        key = f"{family}:{metric}"
-        merged = MetricRule(match=key)
-        for rule in self.rules:
-            if fnmatch.fnmatchcase(key, rule.match):
-                for name in ("rel", "abs", "min_effect", "alpha", "better", "min_samples"):
-                    value = getattr(rule, name)
-                    if value is not None:
-                        setattr(merged, name, value)
-                if rule.ignore:
-                    merged.ignore = True
-        return merged
-
-    def with_rules(self, extra: Iterable[MetricRule]) -> "Policy":
-        return Policy(rules=list(self.rules) + list(extra), accept_inconclusive=self.accept_inconclusive,
-                      trade_for_speed=self.trade_for_speed)
-
-
-def _catalog_directions() -> dict[str, str]:
-    """raw metric name -> better direction, from the metric catalog (single-source entries)."""
-    try:
-        from kernelscope.profiler.catalog import load_catalog
-
-        catalog = load_catalog()
-    except Exception:  # the gate must work even if a catalog file is being edited
-        return {}
-    out: dict[str, str] = {}
-    for definition in catalog.metrics.values():
-        if definition.formula is None:
-            for source in definition.sources:
-                out.setdefault(source, definition.better)
-    return out
-
-
-def direction_for(family: str, metric: str, rule: MetricRule, catalog: Mapping[str, str]) -> str:
-    if rule.better is not None:
-        return rule.better
-    if metric in _NO_DIRECTION:
-        return "none"
-    if metric in catalog:
-        return catalog[metric]
-    # Resources, bytes and instruction counts: more is worse unless the catalog says otherwise.
-    return "lower"
 
 
 # ----------------------------------------------------------------------------- results
@@ -313,14 +80,6 @@ class CaseVerdict:
         for m in self.metrics:
             out[m.verdict] += 1
         return out
-
-
-@dataclass
-class EnvironmentDifference:
-    key: str
-    baseline: Any
-    current: Any
-    families: list[str]
 
 
 @dataclass
@@ -460,35 +219,6 @@ def judge_value(case: str, family: str, metric: str, kernel: str | None, base: A
     return v
 
 
-def environment_differences(base: Mapping[str, Any], cur: Mapping[str, Any],
-                            families: Iterable[str] = FAMILIES) -> list[EnvironmentDifference]:
-    """Facts that differ, with the families they make incomparable. A fact unknown on
-    both sides is no difference; known on one side only, it is."""
-    by_key: dict[str, list[str]] = {}
-    for family in families:
-        for key in ENVIRONMENT_KEYS.get(family, ()):
-            by_key.setdefault(key, []).append(family)
-    out = []
-    for key, fams in by_key.items():
-        a, b = lookup(base, key), lookup(cur, key)
-        if a != b:
-            out.append(EnvironmentDifference(key=key, baseline=a, current=b, families=fams))
-    return out
-
-
-def lookup(env: Mapping[str, Any], dotted: str) -> Any:
-    """env["gpu"]["name"] for "gpu.name"; a key that itself holds a dot (a package name) is
-    looked up whole first."""
-    if dotted in env:
-        return env[dotted]
-    node: Any = env
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def _kernel_entries(case: Mapping[str, Any], family: str) -> list[Mapping[str, Any]] | None:
     entries = case.get(family)
     return None if entries is None else list(entries)
@@ -604,7 +334,7 @@ def gate(baseline: Mapping[str, Any], current: Mapping[str, Any], policy: Policy
     for d in diffs:
         for family in d.families:
             incomparable.setdefault(family, f"environment differs: {d.key} {d.baseline!r} vs {d.current!r}")
-    catalog = _catalog_directions()
+    catalog = catalog_directions()
 
     results: list[CaseVerdict] = []
     order = list(cur_cases) + [cid for cid in base_cases if cid not in cur_cases]

@@ -2,62 +2,16 @@
 
 from __future__ import annotations
 
-import ast
 import shlex
 import sys
 
 import click
 
-from kernelscope.errors import UserError
 
 FORMATS = ("table", "json")
 # Views that a compile can fill (in part); throughput, memory and stalls need a run.
 STATIC_VIEWS = ["launch", "static", "instructions"]
 EXIT_EXPECTED_SASS_MISSING = 1
-
-
-def _split_items(text: str) -> list[str]:
-    """'a=1,b=(2,1)' -> ['a=1', 'b=(2,1)']: commas inside brackets stay."""
-    items, depth, current = [], 0, []
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            items.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    items.append("".join(current))
-    return [i.strip() for i in items if i.strip()]
-
-
-def _parse_value(text: str):
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-def parse_assignments(values: tuple[str, ...], option: str, integers: bool = False) -> dict:
-    """Repeated `k=v` (or `k=v,k2=v2`) options -> dict; values are Python literals or strings."""
-    out = {}
-    for value in values:
-        for item in _split_items(value):
-            key, sep, raw = item.partition("=")
-            key = key.strip()
-            if not sep or not key or not raw.strip():
-                raise UserError(f"{option} {item!r}: expected KEY=VALUE")
-            parsed = _parse_value(raw.strip())
-            if integers:
-                if not isinstance(parsed, int) or isinstance(parsed, bool) or parsed < 1:
-                    raise UserError(f"{option} {item!r}: {key} must be a positive integer")
-            out[key] = parsed
-    return out
 
 
 def _command_line() -> str:
@@ -131,11 +85,12 @@ def _inspect(target, config, shape, dtype, arch, no_cache):
 @click.command()
 @click.argument("target")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
-              help="Config override(s), e.g. --config threads=512 or --config stages=4,cluster=(2,1).")
+              help="Config override(s), e.g. --config threads=512 or --config stages=4,cluster=2x1 "
+                   "(syntax: README, Configs and shapes).")
 @click.option("--vs-config", "vs_configs", multiple=True, metavar="KEY=VALUE",
               help="Compare with this config (overrides on the defaults, like --config).")
-@click.option("--shape", "shapes", multiple=True, metavar="DIM=N",
-              help="Shape override(s), e.g. --shape M=4096,N=8192 (default: the target's first shape).")
+@click.option("--shape", "shape", default=None, metavar="NAME=SIZE,...",
+              help="Shape override, e.g. --shape M=4096,N=8192 (default: the target's first shape).")
 @click.option("--dtype", default=None, help="Element type (default: the target's first).")
 @click.option("--arch", default="sm_90a", show_default=True, type=click.Choice(["sm_90a", "sm_120a"]),
               help="Architecture to compile for (the target must claim it).")
@@ -143,7 +98,7 @@ def _inspect(target, config, shape, dtype, arch, no_cache):
               help="Write the cubin and each kernel's SASS listing into this folder.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds this request.")
-def inspect(target, configs, vs_configs, shapes, dtype, arch, sass_dir, fmt, no_cache):
+def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache):
     """Compile TARGET for ARCH without a GPU and report its registers, spills, shared memory,
     barriers, SASS instruction histogram and whether the opcodes it declares are present.
 
@@ -153,17 +108,18 @@ def inspect(target, configs, vs_configs, shapes, dtype, arch, sass_dir, fmt, no_
     Compiles are cached under $KERNELSCOPE_CACHE_DIR (default: $XDG_CACHE_HOME/kernelscope
     or ~/.cache/kernelscope).
     """
+    from kernelscope.profiler.assignments import parse_config, parse_shape
     from kernelscope.profiler.catalog import load_catalog
     from kernelscope.profiler.compare import compare, readings
     from kernelscope.reports import structured, terminal
     from kernelscope.reports.terminal import make_console
 
-    config = parse_assignments(configs, "--config")
-    shape = parse_assignments(shapes, "--shape", integers=True)
+    config = parse_config(configs)
+    shape = parse_shape(shape) if shape else {}
     first = _inspect(target, config, shape, dtype, arch, no_cache)
     second = None
     if vs_configs:
-        second = _inspect(target, parse_assignments(vs_configs, "--vs-config"), shape, dtype, arch, no_cache)
+        second = _inspect(target, parse_config(vs_configs, "--vs-config"), shape, dtype, arch, no_cache)
 
     if sass_dir:
         written = _save(first, sass_dir, "_A" if second else "")

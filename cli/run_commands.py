@@ -15,12 +15,13 @@ import click
 from kernelscope.errors import UserError
 
 
-def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, configs: tuple[str, ...], *, multi: bool):
+def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, configs: tuple[str, ...], *, several: bool):
     from kernelscope.kernels import registry
     from kernelscope.profiler import measure
+    from kernelscope.profiler.assignments import parse_config, parse_shape
 
     spec = registry.resolve(target)
-    parsed_shapes = [measure.parse_shape(s) for s in shapes]
+    parsed_shapes = [parse_shape(s) for s in shapes]
     if not parsed_shapes and spec.default_shapes:
         parsed_shapes = [dict(spec.default_shapes[0])]
     if not parsed_shapes:
@@ -29,7 +30,7 @@ def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, co
         measure.check_shape_keys(spec, shape)
     dtype = dtype or (spec.dtypes[0] if spec.dtypes else "bfloat16")
     measure.validate_dtype(spec, dtype)
-    config = measure.parse_assignments(configs, "config", multi=multi)
+    config = parse_config(configs, several=several)
     measure.check_config_keys(spec, config)
     return spec, parsed_shapes, dtype, config
 
@@ -67,7 +68,7 @@ def _fmt(v, spec: str = ".3f", unit: str = "") -> str:
 def _print_run(console, result, do_bench_ms: float | None) -> None:
     from rich.table import Table
 
-    from kernelscope.profiler.measure import format_config, format_shape
+    from kernelscope.profiler.assignments import format_config, format_shape
 
     console.print(f"[bold]{result.target}[/bold] vs [bold]{result.reference or '(no reference)'}[/bold]  "
                   f"shape {format_shape(result.shape)}  {result.dtype}  config {format_config(result.config)}  "
@@ -132,9 +133,12 @@ def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
 @click.command("run")
 @click.argument("target")
 @click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@click.option("--shape", "shapes", multiple=True, help="e.g. M=4096,N=4096 (repeatable; default: the target's first).")
+@click.option("--shape", "shapes", multiple=True,
+              help="NAME=SIZE,... e.g. M=4096,N=4096, repeatable: each is one shape (default: the target's first; "
+                   "syntax: README, Configs and shapes).")
 @click.option("--dtype", default=None, help="Input dtype (default: the target's first).")
-@click.option("--config", "configs", multiple=True, help="KEY=VALUE over the default config (repeatable).")
+@click.option("--config", "configs", multiple=True,
+              help="KEY=VALUE,... over the default config, e.g. stages=4,cluster=2x1 (repeatable).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--arch", default="sm_90a", show_default=True)
 @click.option("--rep-ms", default=200.0, show_default=True, help="Time budget for the timed launches of each side.")
@@ -147,7 +151,7 @@ def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no
     from kernelscope.profiler import measure
     from kernelscope.reports.terminal import make_console
 
-    spec, shape_list, dtype, overrides = _spec_and_shapes(target, shapes, dtype, configs, multi=False)
+    spec, shape_list, dtype, overrides = _spec_and_shapes(target, shapes, dtype, configs, several=False)
     ref = _reference_name(spec, vs)
     _require_gpu("run")
     console = make_console()
@@ -222,9 +226,11 @@ def load_pair(report_path: str, has_reference: bool):
 @click.command("profile")
 @click.argument("target")
 @click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@click.option("--shape", default=None, help="e.g. M=4096,N=4096 (default: the target's first).")
+@click.option("--shape", default=None,
+              help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
 @click.option("--dtype", default=None)
-@click.option("--config", "configs", multiple=True, help="KEY=VALUE over the default config (repeatable).")
+@click.option("--config", "configs", multiple=True,
+              help="KEY=VALUE,... over the default config, e.g. stages=4,cluster=2x1 (repeatable).")
 @click.option("--set", "sets", multiple=True, help="quick (default: the catalog's metrics by name, fewest passes), sections (curated ncu sections), full, "
                    "or ncu section names (repeatable).")
 @click.option("-o", "--output", "output", default=None, help="Report path (.ncu-rep); default in the current folder.")
@@ -236,10 +242,10 @@ def load_pair(report_path: str, has_reference: bool):
 @click.option("--arch", default="sm_90a", show_default=True)
 def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, seed, arch):
     """Profile one launch of TARGET and one of its reference under ncu and show the diff."""
-    from kernelscope.profiler.measure import format_config, format_shape
+    from kernelscope.profiler.assignments import format_config, format_shape
     from kernelscope.reports.terminal import make_console
 
-    spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, multi=False)
+    spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, several=False)
     ref = _reference_name(spec, vs)
     _require_gpu("profile")
     config = spec.config_for(shape_list[0], dtype, overrides)
@@ -342,10 +348,12 @@ _KEY_METRICS = (
 @click.command("sweep")
 @click.argument("target")
 @click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@click.option("--shape", default=None, help="e.g. M=4096,N=4096 (default: the target's first).")
+@click.option("--shape", default=None,
+              help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
 @click.option("--dtype", default=None)
 @click.option("--config", "configs", multiple=True,
-              help="KEY=V1,V2,... (repeatable); every combination is tried. Default: the target's config space.")
+              help="KEY=V1,V2,... e.g. threads=128,256,vec=4,8 (repeatable); every combination is tried. "
+                   "Default: the target's config space.")
 @click.option("--profile", "with_profile", is_flag=True, help="Also profile each valid config under ncu (quick set).")
 @click.option("--report-dir", default="kernelscope-sweep", show_default=True, help="Where --profile writes reports.")
 @click.option("--seed", default=0, show_default=True)
@@ -357,9 +365,10 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
     from rich.table import Table
 
     from kernelscope.profiler import measure
+    from kernelscope.profiler.assignments import format_config, format_shape
     from kernelscope.reports.terminal import make_console
 
-    spec, shape_list, dtype, space = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, multi=True)
+    spec, shape_list, dtype, space = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, several=True)
     space = space or dict(spec.config_space)
     if not space:
         raise UserError(f"{spec.name} declares no config space: pass --config KEY=V1,V2")
@@ -367,10 +376,10 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
     _require_gpu("sweep")
     combos = measure.combinations(space, spec.default_config)
     console = make_console()
-    console.print(f"sweeping {len(combos)} config(s) of {spec.name} at {measure.format_shape(shape_list[0])} {dtype}")
+    console.print(f"sweeping {len(combos)} config(s) of {spec.name} at {format_shape(shape_list[0])} {dtype}")
     result = measure.sweep(spec, ref, shape_list[0], dtype, combos, seed=seed, arch=arch,
                            timer_kwargs={"rep_ms": rep_ms},
-                           on_row=lambda r: console.print(f"  {measure.format_config(r.config)}: {r.status}", style="dim"))
+                           on_row=lambda r: console.print(f"  {format_config(r.config)}: {r.status}", style="dim"))
     if with_profile:
         for i, row in enumerate(result.rows):
             if row.status != "ok":
@@ -395,7 +404,7 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
             table.add_column(label, justify="right")
     table.add_column("note")
     for row in result.sorted_rows():
-        cells = [measure.format_config({k: row.config.get(k)}).split("=", 1)[1] for k in keys]
+        cells = [format_config({k: row.config.get(k)}).split("=", 1)[1] for k in keys]
         pct = result.speed_vs_reference(row)
         cells += [row.status, _fmt(row.timing.median_ms if row.timing else None, ".4f"),
                   _fmt(row.timing.iqr_ms if row.timing else None, ".4f"), _fmt(pct, ".1f", "%")]

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from kernelscope.errors import UserError
 from kernelscope.kernels import references
 from kernelscope.kernels.spec import ConfigRejected, KernelSpec
+from kernelscope.profiler.assignments import check_shape_sizes, format_config, format_shape
 from kernelscope.profiler.correctness import CorrectnessReport, check
 from kernelscope.profiler.timing import Timing, gbps, tflops, time_callable
 
@@ -346,85 +347,16 @@ def _sync(inputs) -> None:
         pass
 
 
-# --- parsing and formatting of shapes and configs ----------------------------------------------
-
-def parse_value(text: str) -> Any:
-    """'4' -> 4, '0.5' -> 0.5, 'true' -> True, '2x1' -> (2, 1), anything else stays a string."""
-    t = text.strip()
-    low = t.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    try:
-        return int(t)
-    except ValueError:
-        pass
-    try:
-        return float(t)
-    except ValueError:
-        pass
-    if "x" in low and all(p.strip().isdigit() for p in low.split("x")):
-        return tuple(int(p) for p in low.split("x"))
-    return t
-
-
-def parse_assignments(items: tuple[str, ...] | list[str], what: str, *, multi: bool) -> dict[str, Any]:
-    """['k=v', 'a=1,2'] -> {'k': v, 'a': [1, 2]} (lists only when multi)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        for part in ([item] if multi else item.split(";")):
-            if "=" not in part:
-                raise UserError(f"{what} {part!r} is not KEY=VALUE")
-            key, _, value = part.partition("=")
-            key = key.strip()
-            if not key:
-                raise UserError(f"{what} {part!r} has no key")
-            if multi:
-                values = [parse_value(v) for v in value.split(",") if v.strip()]
-                if not values:
-                    raise UserError(f"{what} {part!r} has no values")
-                out[key] = values
-            else:
-                out[key] = parse_value(value)
-    return out
-
-
-def parse_shape(text: str) -> dict[str, int]:
-    """'M=4096,N=8192' -> {'M': 4096, 'N': 8192}."""
-    shape: dict[str, int] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise UserError(f"shape {text!r}: {part!r} is not NAME=SIZE (e.g. M=4096,N=4096)")
-        k, _, v = part.partition("=")
-        try:
-            size = int(v)
-        except ValueError:
-            raise UserError(f"shape {text!r}: size of {k.strip()} is not an integer: {v!r}") from None
-        if size < 0:
-            # 0 passes here: a 0/1 flag such as causal=0 is a shape key too; check_shape_keys
-            # refuses a zero size where the kernel's shapes have no such flag.
-            raise UserError(f"shape {text!r}: size of {k.strip()} must not be negative")
-        shape[k.strip()] = size
-    if not shape:
-        raise UserError(f"shape {text!r} is empty")
-    return shape
-
+# --- checking shapes and configs against a kernel ----------------------------------------------
 
 def check_shape_keys(spec: KernelSpec, shape: dict[str, int]) -> None:
+    """A whole shape: exactly the kernel's keys, sizes positive but for 0/1 flags."""
     if spec.default_shapes:
         want = set(spec.default_shapes[0])
         if set(shape) != want:
             raise UserError(f"{spec.name} takes shape keys {', '.join(sorted(want))}, got {', '.join(sorted(shape))}")
-        flags = {k for k in want if all(s.get(k) in (0, 1) for s in spec.default_shapes)}
-    else:
-        flags = set()
-    for k, v in shape.items():
-        if v == 0 and k not in flags:
-            raise UserError(f"shape: size of {k} must be positive")
+    check_shape_sizes(spec, shape)
+
 
 
 def check_config_keys(spec: KernelSpec, config: dict[str, Any]) -> None:
@@ -432,15 +364,3 @@ def check_config_keys(spec: KernelSpec, config: dict[str, Any]) -> None:
     unknown = sorted(set(config) - known) if known else []
     if unknown:
         raise UserError(f"{spec.name} has no config key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-
-
-def format_shape(shape: dict[str, int]) -> str:
-    return ",".join(f"{k}={v}" for k, v in shape.items())
-
-
-def format_config(config: dict[str, Any]) -> str:
-    def fmt(v):
-        if isinstance(v, tuple):
-            return "x".join(str(i) for i in v)
-        return str(v).lower() if isinstance(v, bool) else str(v)
-    return ",".join(f"{k}={fmt(v)}" for k, v in config.items()) or "(default)"

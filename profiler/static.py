@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kernelscope.errors import UserError
+from kernelscope.profiler.assignments import check_shape_sizes
 from kernelscope.profiler.dsl_compile import LaunchRequest, compile_artifacts
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
 from kernelscope.toolchain.cubin import FunctionResources, function_resources
@@ -224,6 +225,7 @@ def _resolve_request(spec, config_overrides: Mapping[str, Any], shape_overrides:
     unknown = sorted(set(shape_overrides) - set(base_shape))
     if unknown and base_shape:
         raise UserError(f"{spec.name}: unknown shape dimension {', '.join(unknown)} (known: {', '.join(base_shape)})")
+    check_shape_sizes(spec, shape_overrides)
     shape = {**base_shape, **shape_overrides}
     return spec.config_for(shape, dtype, config_overrides), shape, dtype
 

@@ -6,44 +6,75 @@ import pytest
 
 from kernelscope.errors import UserError
 from kernelscope.kernels import references, registry
-from kernelscope.profiler import measure
+from kernelscope.profiler import assignments, measure
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "examples", "my_scale.py")
 
 
 def test_parse_value_types():
-    assert measure.parse_value("4") == 4
-    assert measure.parse_value("0.5") == 0.5
-    assert measure.parse_value("true") is True and measure.parse_value("False") is False
-    assert measure.parse_value("2x1") == (2, 1)
-    assert measure.parse_value("row") == "row"
+    assert assignments.parse_value("4") == 4
+    assert assignments.parse_value("0.5") == 0.5
+    assert assignments.parse_value("true") is True and assignments.parse_value("False") is False
+    assert assignments.parse_value("none") is None
+    assert assignments.parse_value("2x1") == (2, 1) == assignments.parse_value("(2, 1)")
+    assert assignments.parse_value("row") == "row" == assignments.parse_value("'row'")
 
 
 def test_parse_shape_and_errors():
-    assert measure.parse_shape("M=4096, N=8192") == {"M": 4096, "N": 8192}
-    for bad in ("M4096", "M=abc", "M=-1", ""):
+    assert assignments.parse_shape("M=4096, N=8192") == {"M": 4096, "N": 8192}
+    for bad in ("M4096", "M=abc", "M=-1", "", "=4"):
         with pytest.raises(UserError):
-            measure.parse_shape(bad)
+            assignments.parse_shape(bad)
 
 
 def test_zero_size_only_for_flag_keys():
     from kernelscope.kernels.registry import resolve as get_spec
     flash = get_spec("flash_attn")
-    measure.check_shape_keys(flash, measure.parse_shape("B=1,H=2,S=256,D=64,causal=0"))
+    measure.check_shape_keys(flash, assignments.parse_shape("B=1,H=2,S=256,D=64,causal=0"))
     with pytest.raises(UserError, match="size of S must be positive"):
-        measure.check_shape_keys(flash, measure.parse_shape("B=1,H=2,S=0,D=64,causal=1"))
+        measure.check_shape_keys(flash, assignments.parse_shape("B=1,H=2,S=0,D=64,causal=1"))
     with pytest.raises(UserError, match="size of M must be positive"):
-        measure.check_shape_keys(get_spec("gemm"), measure.parse_shape("M=0,N=128,K=128"))
+        measure.check_shape_keys(get_spec("gemm"), assignments.parse_shape("M=0,N=128,K=128"))
 
 
-def test_parse_config_single_and_multi():
-    assert measure.parse_assignments(("threads=256", "vec=8"), "config", multi=False) == {"threads": 256, "vec": 8}
-    assert measure.parse_assignments(("stages=2,3,4", "pingpong=true,false"), "config", multi=True) == {
+def test_parse_config_single_and_several():
+    parse = assignments.parse_config
+    assert parse(("threads=256", "vec=8")) == {"threads": 256, "vec": 8}
+    assert parse(("threads=256,cluster=(2, 1)", "raster=m", "pingpong=false")) == {
+        "threads": 256, "cluster": (2, 1), "raster": "m", "pingpong": False}
+    assert parse(("stages=2,3,4", "pingpong=true,false"), several=True) == {
         "stages": [2, 3, 4], "pingpong": [True, False]}
-    with pytest.raises(UserError):
-        measure.parse_assignments(("threads",), "config", multi=False)
-    with pytest.raises(UserError):
-        measure.parse_assignments(("threads=",), "config", multi=True)
+    assert parse(("threads=128,256,vec=4,8",), several=True) == {"threads": [128, 256], "vec": [4, 8]}
+    assert parse(("name='a,b'",)) == {"name": "a,b"}
+    with pytest.raises(UserError, match="KEY=VALUE"):
+        parse(("threads",))
+    with pytest.raises(UserError, match="KEY=VALUE"):
+        parse(("threads=",), several=True)
+    with pytest.raises(UserError, match="one value per key"):
+        parse(("stages=2,3",))
+
+
+def test_every_command_reads_config_and_shape_text_alike(monkeypatch, capsys):
+    # run/profile/sweep and inspect hand the same text to the same parser.
+    from kernelscope.cli import run_commands
+    from kernelscope.cli.main import main
+    from kernelscope.profiler import static
+
+    seen = {}
+
+    def fake_inspect_target(target, *, config=None, shape=None, **kw):
+        seen.update(config=config, shape=shape)
+        raise UserError("stop here")
+
+    monkeypatch.setattr(static, "inspect_target", fake_inspect_target)
+    text = "stages=4,cluster=2x1,raster='m'"
+    with pytest.raises(SystemExit) as exit_:
+        main(["inspect", "gemm", "--config", text, "--shape", "M=256,N=512"])
+    assert exit_.value.code == 2 and "stop here" in capsys.readouterr().err
+    assert seen == {"config": assignments.parse_config([text]), "shape": {"M": 256, "N": 512}}
+    assert seen["config"] == {"stages": 4, "cluster": (2, 1), "raster": "m"}
+    _, _, _, config = run_commands._spec_and_shapes("gemm", ("M=256,N=512,K=64",), None, (text,), several=False)
+    assert config == seen["config"]
 
 
 def test_combinations_cover_the_product_over_the_default():
@@ -55,8 +86,9 @@ def test_combinations_cover_the_product_over_the_default():
 
 def test_format_round_trips_through_parse():
     cfg = {"cluster": (2, 1), "pingpong": False, "stages": 3}
-    assert measure.parse_assignments(measure.format_config(cfg).split(","), "config", multi=False) == cfg
-    assert measure.format_shape({"M": 1, "N": 2}) == "M=1,N=2"
+    assert assignments.parse_config([assignments.format_config(cfg)]) == cfg
+    assert assignments.format_shape({"M": 1, "N": 2}) == "M=1,N=2"
+    assert assignments.parse_shape(assignments.format_shape({"M": 1, "N": 2})) == {"M": 1, "N": 2}
 
 
 def test_registry_resolves_names_and_files():

@@ -1,5 +1,5 @@
 """Pieces of compile-only inspection: SASS opcode accounting, launch requests read from the
-DSL's host IR, tool output readers, argument parsing. The compile-based checks use the
+DSL's host IR, tool output readers. The compile-based checks use the
 small example kernel in tests/examples/smem_reverse.py (seconds, no GPU)."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.cli.inspect_command import parse_assignments
 from kernelscope.errors import UserError
 from kernelscope.profiler import dsl_compile
 from kernelscope.toolchain import cubin, sass
@@ -162,15 +161,3 @@ def test_launches_from_ir_leaves_runtime_values_unknown():
     assert launch.block == (256, 1, 1)
     assert launch.dynamic_smem_bytes == 48
     assert launch.grid is None      # sized by a run-time argument
-
-
-# ----------------------------------------------------------------------------- arguments
-
-def test_parse_assignments():
-    got = parse_assignments(("threads=256,cluster=(2, 1)", "raster=m", "pingpong=false"), "--config")
-    assert got == {"threads": 256, "cluster": (2, 1), "raster": "m", "pingpong": False}
-    assert parse_assignments(("M=4096,N=8192",), "--shape", integers=True) == {"M": 4096, "N": 8192}
-    with pytest.raises(UserError, match="KEY=VALUE"):
-        parse_assignments(("threads",), "--config")
-    with pytest.raises(UserError, match="positive integer"):
-        parse_assignments(("M=big",), "--shape", integers=True)

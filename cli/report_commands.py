@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 
 import click
@@ -10,30 +9,18 @@ import click
 from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import evaluate, load_catalog
 from kernelscope.profiler.compare import MetricReading, compare, readings
-from kernelscope.profiler.record import KernelProfile
-from kernelscope.profiler.report import select, split_spec
+from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
 from kernelscope.rules.diagnosis import diagnose
 
 FORMATS = ("table", "json", "csv", "markdown")
 DETAIL_LIMIT = 8  # beyond this many kernels, the table format summarises
-_INDEX = re.compile(r"^@(\d+)$")
 
 
 def _catalog_option(f):
     return click.option("--catalog", "catalog_files", multiple=True, type=click.Path(dir_okay=False),
                         help="Extra catalog TOML file(s) adding or overriding metric entries.")(f)
-
-
-def _pick(profiles: list[KernelProfile], selector: str | None, where: str) -> list[KernelProfile]:
-    if selector and (m := _INDEX.match(selector)):
-        index = int(m.group(1))
-        chosen = [p for p in profiles if p.index == index]
-        if not chosen:
-            raise UserError(f"{where} has no kernel @{index} (indices 0..{len(profiles) - 1})")
-        return chosen
-    return select(profiles, selector, what=where)
 
 
 def _emit(text: str) -> None:
@@ -60,7 +47,7 @@ def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
     catalog = load_catalog(catalog_files)
     view_names = list(views) or catalog.view_names()
     catalog.metrics_of(view_names)
-    profiles = _pick(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
+    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
     if fmt == "table" and len(profiles) > DETAIL_LIMIT and not full and not views:
         summary = [catalog.metrics[m] for m in terminal.SUMMARY_METRICS]
         rows = [(p, [MetricReading(d, evaluate(d, p, catalog)) for d in summary]) for p in profiles]
@@ -84,16 +71,6 @@ def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
         terminal.print_show(terminal.make_console(), entries, titles)
 
 
-def resolve_one(spec: str, role: str) -> KernelProfile:
-    path, selector = split_spec(spec)
-    profiles = _pick(load_profiles(path), selector, path)
-    if len(profiles) != 1:
-        names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])
-        more = f", ... ({len(profiles)} in all)" if len(profiles) > 6 else ""
-        raise UserError(f"{role} {spec!r} matches {len(profiles)} kernels ({names}{more}); narrow it with :REGEX or :@INDEX")
-    return profiles[0]
-
-
 @click.command()
 @click.argument("a")
 @click.argument("b", required=False)
@@ -112,7 +89,7 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled):
     """
     if b is None:
         path, selector = split_spec(a)
-        profiles = _pick(load_profiles(path), selector, path)
+        profiles = select_profiles(load_profiles(path), selector, path)
         if len(profiles) != 2:
             raise UserError(f"diff with one report needs exactly two kernels there; {path} has {len(profiles)} matching (give A and B)")
         first, second = profiles

@@ -1,10 +1,8 @@
-"""One self-contained HTML page: findings, metric views side by side, and plots.
+"""HTML pages: the page model, the pieces every page shares, and rendering.
 
-The page needs no network: styles are inline, plots are inline SVG, and there is no
-script. Pages are built from what kernelscope already produces: a comparison (the
-`kernelscope.diff` document, plus the two profiles when they are at hand for the
-roofline), profiles (`kernelscope.show` or a report), a gate result (`kernelscope.gate`)
-or a sweep result (`kernelscope sweep --json`).
+A page needs no network: styles are inline, plots are inline SVG, and there is no script.
+What goes on a page is decided in kernelscope.reports.html_pages (one builder per kind of
+result) and kernelscope.reports.page_inputs (which page an input file makes).
 """
 
 from __future__ import annotations
@@ -13,25 +11,11 @@ import html
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from kernelscope import __version__
-from kernelscope.profiler.catalog import Catalog, load_catalog
-from kernelscope.profiler.compare import readings
-from kernelscope.profiler.record import KernelProfile
+from kernelscope.profiler.units import NOT_COLLECTED
 from kernelscope.reports import plots
-from kernelscope.profiler.units import (
-    NOT_COLLECTED,
-    format_change,
-    format_relative,
-    format_share,
-    format_value,
-)
-from kernelscope.profiler.roofline import SECTIONS_NEEDED, Roofline, roofline
-
-TOP_CHANGES = 15          # bars in the "largest metric changes" plot
-TOP_OPCODES = 15          # opcodes in the instruction-mix plot
-SAME_WITHIN = 0.005       # relative changes below this are not "changes"
 
 
 @dataclass
@@ -54,419 +38,11 @@ class Page:
     notes: list[str] = field(default_factory=list)
 
 
-def _e(text: Any) -> str:
+def escape(text: Any) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
-# ============================================================================ comparison
-
-def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelProfile] | None = None,
-                    *, title: str | None = None) -> Page:
-    """A page for one kernel (A) against its reference (B) from a `kernelscope.diff` document.
-
-    `profiles` are the two full records when at hand (reports, show JSON); the diff document
-    holds catalog values only, so without them there is no roofline.
-    """
-    a, b = doc.get("a") or {}, doc.get("b") or {}
-    name_a, name_b = a.get("name") or "A", b.get("name") or "B"
-    page = Page(
-        title=title or f"{_shorten(name_a)} vs {_shorten(name_b)}",
-        subtitle="A is the kernel, B the reference; the change column is A - B.",
-        findings=doc.get("findings"),
-        rules_not_evaluated=dict(doc.get("rules_not_evaluated") or {}),
-    )
-    page.lead = _verdict_html(doc.get("verdict"), name_a, name_b)
-    page.blocks.append(("What was compared", _identity_table([a, b], ["A", "B"])))
-
-    static = any((side.get("session") or {}).get("tool") == "static" for side in (a, b))
-    if static:
-        page.notes.append("No roofline: a compile-only (static) profile has no measured FLOP/s or bytes.")
-    elif profiles is not None:
-        roof = roofline(list(profiles), [profiles[0].name, profiles[1].name], ["A", "B"])
-        _add_roofline(page, roof)
-    else:
-        page.notes.append("No roofline: a diff JSON holds catalog values only. Give the two reports "
-                          "(A.ncu-rep[:REGEX] B.ncu-rep[:REGEX]) or a `show --format json` file to place the kernels.")
-
-    mix = [plots.MixRow(r["opcode"], [r.get("share_a"), r.get("share_b")]) for r in doc.get("instruction_mix") or []
-           if r.get("share_a") is not None or r.get("share_b") is not None][:TOP_OPCODES]
-    if mix:
-        page.plots.append(Plot("instruction-mix", "Instruction mix",
-                               plots.instruction_mix_figure(mix, [f"A: {name_a}", f"B: {name_b}"], executed=not static),
-                               _mix_caption(static) + " The opcodes whose share differs most between A and B."))
-    else:
-        page.notes.append("No instruction-mix plot: the per-opcode mix (InstructionStats section, "
-                          "sass__inst_executed_per_opcode) was not collected for both kernels.")
-
-    changes, one_sided = _largest_changes(doc.get("views") or {})
-    if changes:
-        caption = (f"The {len(changes)} catalog metrics whose ratio A/B is furthest from 1 "
-                   f"(changes under {SAME_WITHIN:.1%} left out).")
-        if one_sided:
-            caption += " Zero on one side (no ratio): " + ", ".join(one_sided[:10]) + ("…" if len(one_sided) > 10 else "") + "."
-        page.plots.append(Plot("metric-changes", "Largest metric changes",
-                               plots.metric_changes_figure(changes), caption))
-
-    page.blocks.append(("Metric views, side by side", _comparison_views(doc.get("views") or {})))
-    if doc.get("instruction_mix"):
-        page.blocks.append(("Instruction mix", _mix_table(doc["instruction_mix"])))
-    return page
-
-
-def _mix_caption(static: bool) -> str:
-    if static:
-        return "Share of the SASS instructions in the binary per opcode (compile-only: not executed counts)."
-    return "Share of all executed warp instructions per opcode (sass__inst_executed_per_opcode)."
-
-
-def _largest_changes(views: dict[str, Any]) -> tuple[list[plots.ChangeRow], list[str]]:
-    seen: set[str] = set()
-    rows: list[tuple[float, plots.ChangeRow]] = []
-    one_sided: list[str] = []
-    for view in views.values():
-        for m in view.get("metrics", []):
-            if m["id"] in seen:
-                continue
-            seen.add(m["id"])
-            va, vb = m.get("a"), m.get("b")
-            if not _is_number(va) or not _is_number(vb):
-                continue
-            va, vb = float(va), float(vb)
-            if va < 0 or vb < 0 or va == vb:
-                continue
-            if va == 0 or vb == 0:
-                one_sided.append(m["label"])
-                continue
-            ratio = va / vb
-            if abs(ratio - 1.0) < SAME_WITHIN:
-                continue
-            rows.append((abs(math.log(ratio)), plots.ChangeRow(m["label"], ratio, m.get("better_side"))))
-    rows.sort(key=lambda t: -t[0])
-    return [r for _, r in rows[:TOP_CHANGES]], one_sided
-
-
-def _comparison_views(views: dict[str, Any]) -> str:
-    parts = []
-    for view in views.values():
-        body = []
-        for m in view.get("metrics", []):
-            unit = m.get("unit", "")
-            better = m.get("better_side")
-            cls_a = "better" if better == "a" else "worse" if better == "b" else ""
-            cls_b = "better" if better == "b" else "worse" if better == "a" else ""
-            change = m.get("change")
-            body.append(
-                f"<tr><td title=\"{_e(m['id'])}\">{_e(m['label'])}</td>"
-                f"<td class=\"num {cls_a}\">{_e(format_value(m.get('a'), unit))}</td>"
-                f"<td class=\"num {cls_b}\">{_e(format_value(m.get('b'), unit))}</td>"
-                f"<td class=\"num\">{_e(format_change(change, unit))}</td>"
-                f"<td class=\"num\">{_e(format_relative(m.get('relative')))}</td></tr>"
-            )
-        parts.append(
-            f"<div class=\"view\"><h3>{_e(view.get('title'))}</h3><table>"
-            "<thead><tr><th>metric</th><th>A</th><th>B</th><th>A - B</th><th>relative</th></tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table></div>"
-        )
-    return f"<div class=\"views\">{''.join(parts)}</div>"
-
-
-def _mix_table(rows: list[dict[str, Any]]) -> str:
-    body = "".join(
-        f"<tr><td>{_e(r['opcode'])}</td><td class=\"num\">{_e(format_value(r.get('count_a'), 'inst'))}</td>"
-        f"<td class=\"num\">{_e(format_value(r.get('count_b'), 'inst'))}</td>"
-        f"<td class=\"num\">{_e(format_share(r.get('share_a')))}</td><td class=\"num\">{_e(format_share(r.get('share_b')))}</td>"
-        f"<td class=\"num\">{_e(format_relative(r.get('relative')))}</td></tr>"
-        for r in rows
-    )
-    return ("<table><thead><tr><th>opcode</th><th>A executed</th><th>B executed</th><th>A share</th>"
-            f"<th>B share</th><th>relative</th></tr></thead><tbody>{body}</tbody></table>")
-
-
-# ============================================================================ profiles
-
-def profiles_page(profiles: Sequence[KernelProfile], source: str, *, catalog: Catalog | None = None,
-                  title: str | None = None) -> Page:
-    """One or more kernels, each in its own column (no reference)."""
-    catalog = catalog or load_catalog()
-    names = [p.name for p in profiles]
-    roles = [f"@{p.index}" for p in profiles]
-    page = Page(title=title or (f"{_shorten(names[0])}" if len(profiles) == 1 else f"{len(profiles)} kernels of {source}"),
-                subtitle=f"From {source}.")
-    from kernelscope.reports.structured import identity
-
-    page.blocks.append(("Kernels", _identity_table([identity(p) for p in profiles], roles)))
-    static = any(p.session.tool == "static" for p in profiles)
-    if static:
-        page.notes.append("No roofline: a compile-only (static) profile has no measured FLOP/s or bytes.")
-    else:
-        _add_roofline(page, roofline(list(profiles), names, roles))
-    mix = _mix_rows(profiles)
-    if mix:
-        page.plots.append(Plot("instruction-mix", "Instruction mix",
-                               plots.instruction_mix_figure(mix, [f"{r}: {n}" for r, n in zip(roles, names)],
-                                                            executed=not static),
-                               _mix_caption(static) + " The largest shares."))
-    else:
-        page.notes.append("No instruction-mix plot: the per-opcode mix (sass__inst_executed_per_opcode) was not collected.")
-    per_kernel = [readings(p, catalog) for p in profiles]
-    parts = []
-    for view in catalog.view_names():
-        if not any(r.collected for rs in per_kernel for r in rs[view]):
-            continue
-        head = "".join(f"<th>{_e(r)}</th>" for r in roles)
-        body = []
-        for i, d in enumerate(catalog.views[view].metrics):
-            definition = catalog.metrics[d]
-            cells = "".join(f"<td class=\"num\">{_e(format_value(rs[view][i].value, definition.unit))}</td>"
-                            for rs in per_kernel)
-            body.append(f"<tr><td title=\"{_e(definition.definition)}\">{_e(definition.label)}</td>{cells}</tr>")
-        parts.append(f"<div class=\"view\"><h3>{_e(catalog.views[view].title)}</h3><table>"
-                     f"<thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
-    page.blocks.append(("Metric views, side by side", f"<div class=\"views\">{''.join(parts)}</div>"))
-    return page
-
-
-def _mix_rows(profiles: Sequence[KernelProfile]) -> list[plots.MixRow]:
-    totals = [sum(p.instruction_mix.values()) for p in profiles]
-    if not any(totals):
-        return []
-    shares = [{op: n / t for op, n in p.instruction_mix.items()} if t else None for p, t in zip(profiles, totals)]
-    ops = sorted({op for s in shares if s for op in s}, key=lambda op: -max((s or {}).get(op, 0.0) for s in shares))
-    return [plots.MixRow(op, [None if s is None else s.get(op, 0.0) for s in shares]) for op in ops[:TOP_OPCODES]]
-
-
-# ============================================================================ roofline
-
-def _add_roofline(page: Page, roof: Roofline) -> None:
-    if any(p.placed for p in roof.placements) and roof.ceilings:
-        page.plots.insert(0, Plot("roofline", "Roofline", plots.roofline_figure(roof),
-                                  "Each kernel at its measured FLOP/s and FLOP per DRAM byte, against the device's "
-                                  "ceilings from the report's peak metrics (see 'Where the numbers come from')."))
-    elif not any(n.startswith("No roofline") for n in roof.notes):
-        page.notes.append(f"No roofline: the report lacks the metrics it needs (profile with the sections {SECTIONS_NEEDED}).")
-    page.notes.extend(roof.notes)
-    page.blocks.append(("Where the numbers come from", _roofline_sources(roof)))
-
-
-def _roofline_sources(roof: Roofline) -> str:
-    rows = []
-    for p in roof.placements:
-        pipes = ", ".join(f"{k} {_flops(v)}" for k, v in p.flops_by_pipe.items() if v) or (
-            "none measured" if p.flops is not None else NOT_COLLECTED)
-        frac = roof.fraction_of_roof(p)
-        rows.append(
-            f"<tr><td>{_e(p.role)}</td><td>{_e(_shorten(p.label))}</td><td class=\"num\">{_e(_flops(p.flops))}</td>"
-            f"<td>{_e(pipes)}</td><td class=\"num\">{_e(format_value(p.dram_bytes, 'byte'))}</td>"
-            f"<td class=\"num\">{_e(format_value(p.duration_s * 1e9 if p.duration_s is not None else None, 'ns'))}</td>"
-            f"<td class=\"num\">{_e(_rate(p.flop_rate, 'FLOP/s'))}</td>"
-            f"<td class=\"num\">{_e(NOT_COLLECTED if p.intensity is None else f'{p.intensity:.4g}')}</td>"
-            f"<td class=\"num\">{_e(format_value(p.sm_clock_hz, 'hz'))}</td>"
-            f"<td class=\"num\">{_e(NOT_COLLECTED if frac is None else f'{frac * 100:.1f} %')}</td></tr>"
-        )
-    kernels = ("<table><thead><tr><th></th><th>kernel</th><th>FLOPs</th><th>by pipe</th><th>DRAM bytes</th>"
-               "<th>duration</th><th>FLOP/s</th><th>FLOP/byte</th><th>SM clock (measured)</th><th>% of roof</th>"
-               f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-    ceilings = "".join(f"<li><b>{_e(c.name)}</b>: {_e(_rate(c.value, 'FLOP/s' if c.kind == 'compute' else 'B/s'))} "
-                       f"&mdash; <code>{_e(c.source)}</code></li>" for c in roof.ceilings)
-    method = (
-        "<p>FLOPs = tensor-pipe operations <code>sm__ops_path_tensor_src_&lt;fp16|bf16_dst_fp32|tf32_dst_fp32|fp8|fp64&gt;.sum</code> "
-        "(two per multiply-add) + FP32/FP16/FP64 work from "
-        "<code>smsp__sass_thread_inst_executed_op_&lt;op&gt;_pred_on.sum.per_cycle_elapsed</code> &times; "
-        "<code>smsp__cycles_elapsed.avg</code> (FFMA and DFMA count 2, HADD2/HMUL2 2, HFMA2 4). "
-        "DRAM bytes = <code>dram__bytes_read.sum</code> + <code>dram__bytes_write.sum</code>. "
-        "FLOP/s = FLOPs / <code>gpu__time_duration.sum</code>. "
-        "% of roof = FLOP/s over min(compute ceiling, DRAM bandwidth &times; intensity), "
-        "against the tensor ceiling for kernels that use the tensor pipe and FP32 otherwise.</p>"
-    )
-    return f"{method}<ul>{ceilings}</ul>{kernels}"
-
-
-def _flops(v: float | None) -> str:
-    if v is None:
-        return NOT_COLLECTED
-    return f"{v:,.0f}" if v < 1e6 else f"{v:.4g}"
-
-
-def _rate(v: float | None, unit: str) -> str:
-    if v is None:
-        return NOT_COLLECTED
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= factor:
-            return f"{v / factor:.4g} {prefix}{unit}"
-    return f"{v:.4g} {unit}"
-
-
-# ============================================================================ gate
-
-def gate_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
-    verdict = doc.get("verdict", "n/a")
-    counts = doc.get("counts") or {}
-    page = Page(title=title or f"Gate: {verdict}",
-                subtitle=f"Exit code {doc.get('exit_code')}; baseline {doc.get('baseline') or 'n/a'}; "
-                         f"source {doc.get('source') or 'n/a'}; mode {doc.get('mode') or 'n/a'}.")
-    summary = " · ".join(f"{n} {v.lower()}" for v, n in counts.items() if n)
-    env = (doc.get("environment") or {}).get("differences") or []
-    env_html = "".join(f"<li><code>{_e(d.get('key'))}</code>: baseline {_e(d.get('baseline'))}, current "
-                       f"{_e(d.get('current'))} ({_e(', '.join(d.get('families') or []))} inconclusive)</li>" for d in env)
-    page.lead = (f"<p class=\"verdict v-{_e(str(verdict).lower())}\">{_e(verdict)}</p><p>{_e(summary)}</p>"
-                 + (f"<p>Environment differs:</p><ul>{env_html}</ul>" if env else ""))
-    bars = []
-    for case in doc.get("cases") or []:
-        for m in case.get("metrics") or []:
-            if _is_number(m.get("change")) and m["change"] != 0:
-                label = f"{m.get('metric')} · {_shorten(str(m.get('kernel') or case.get('case')), 24)}"
-                bars.append(plots.VerdictRow(label, float(m["change"]), m.get("verdict", "")))
-    bars.sort(key=lambda r: -abs(r.change))
-    if bars:
-        page.plots.append(Plot("gate-changes", "Largest changes against the baseline",
-                               plots.gate_changes_figure(bars[:20]),
-                               "Relative change (current / baseline - 1) of the metrics that moved most, coloured by verdict."))
-    else:
-        page.notes.append("No gate plot: no metric changed against the baseline.")
-    parts = []
-    for case in doc.get("cases") or []:
-        body = "".join(
-            f"<tr><td>{_e(m.get('family'))}:{_e(m.get('metric'))}</td><td>{_e(_shorten(m.get('kernel') or '', 40))}</td>"
-            f"<td class=\"num\">{_e(_plain(m.get('baseline')))}</td><td class=\"num\">{_e(_plain(m.get('current')))}</td>"
-            f"<td class=\"num\">{_e(_signed_percent(m.get('change')))}</td>"
-            f"<td class=\"v-{_e(str(m.get('verdict', '')).lower())}\">{_e(m.get('verdict'))}</td><td>{_e(m.get('reason'))}</td></tr>"
-            for m in case.get("metrics") or []
-        )
-        parts.append(f"<div class=\"view wide\"><h3>{_e(case.get('case'))} <span class=\"v-{_e(str(case.get('verdict', '')).lower())}\">"
-                     f"{_e(case.get('verdict'))}</span></h3><p class=\"dim\">{_e(case.get('description'))}</p>"
-                     "<table><thead><tr><th>metric</th><th>kernel</th><th>baseline</th><th>current</th><th>change</th>"
-                     f"<th>verdict</th><th>why</th></tr></thead><tbody>{body}</tbody></table></div>")
-    page.blocks.append(("Cases", "".join(parts) or "<p>No cases.</p>"))
-    return page
-
-
-# ============================================================================ sweep
-
-def sweep_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
-    rows = doc.get("rows") or []
-    ref = doc.get("reference")
-    ref_timing = doc.get("reference_timing") or None
-    shape = ", ".join(f"{k}={v}" for k, v in (doc.get("shape") or {}).items())
-    page = Page(title=title or f"Sweep of {doc.get('target')}",
-                subtitle=f"Shape {shape or 'n/a'}, {doc.get('dtype') or 'dtype n/a'}; reference {ref or 'none'}"
-                         + (f" at median {ref_timing['median_ms']:.4f} ms." if ref_timing else "."))
-    keys = _varying_keys([r.get("config") or {} for r in rows])
-    with_pct = ref_timing is not None and any(_is_number(r.get("speed_vs_reference_pct")) for r in rows)
-    bars = []
-    for r in rows:
-        label = _config_label(r.get("config") or {}, keys)
-        if with_pct and _is_number(r.get("speed_vs_reference_pct")):
-            bars.append(plots.SweepBar(label, float(r["speed_vs_reference_pct"])))
-        elif not with_pct and r.get("timing"):
-            bars.append(plots.SweepBar(label, float(r["timing"]["median_ms"])))
-    if bars:
-        bars.sort(key=lambda b: -b.value if with_pct else b.value)
-        caption = ("Speed of each valid config as a percentage of the reference's (reference median time / config "
-                   "median time, CUDA events); 100% is as fast as the reference." if with_pct
-                   else "Median time per launch of each valid config (no reference was timed).")
-        page.plots.append(Plot("sweep", "Configs against the reference",
-                               plots.sweep_figure(bars, percent_of_reference=with_pct, reference=ref), caption))
-    else:
-        page.notes.append("No sweep plot: no config was timed.")
-    metric_keys = sorted({k for r in rows for k in (r.get("metrics") or {}) if k not in ("report", "error")})
-    head = "".join(f"<th>{_e(k)}</th>" for k in keys) + "<th>status</th><th>median ms</th><th>IQR ms</th><th>% of reference</th>"
-    head += "".join(f"<th>{_e(k)}</th>" for k in metric_keys) + "<th>note</th>"
-    body = []
-    for r in rows:
-        cfg = r.get("config") or {}
-        t = r.get("timing") or {}
-        pct = r.get("speed_vs_reference_pct")
-        cells = "".join(f"<td>{_e(_plain(cfg.get(k)))}</td>" for k in keys)
-        cells += (f"<td class=\"s-{_e(r.get('status'))}\">{_e(r.get('status'))}</td>"
-                  f"<td class=\"num\">{_e(_num(t.get('median_ms'), '.4f'))}</td><td class=\"num\">{_e(_num(t.get('iqr_ms'), '.4f'))}</td>"
-                  f"<td class=\"num\">{_e(_num(pct, '.1f', '%'))}</td>")
-        cells += "".join(f"<td class=\"num\">{_e(_plain((r.get('metrics') or {}).get(k)))}</td>" for k in metric_keys)
-        note = r.get("message") or (r.get("metrics") or {}).get("error") or ""
-        body.append(f"<tr>{cells}<td>{_e(note)}</td></tr>")
-    page.blocks.append(("Configs", f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"))
-    return page
-
-
-def _varying_keys(configs: list[dict[str, Any]]) -> list[str]:
-    keys = list(dict.fromkeys(k for c in configs for k in c))
-    varying = [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
-    return varying or keys
-
-
-def _config_label(config: dict[str, Any], keys: list[str]) -> str:
-    return ", ".join(f"{k}={_plain(config.get(k))}" for k in keys) or "(default)"
-
-
-# ============================================================================ shared pieces
-
-def _identity_table(identities: list[dict[str, Any]], roles: list[str]) -> str:
-    def launch(d: dict[str, Any]) -> str:
-        parts = []
-        for key in ("grid", "block", "cluster"):
-            if d.get(key):
-                parts.append(f"{key} {'x'.join(str(x) for x in d[key])}")
-        if (d.get("launches") or 1) > 1:
-            parts.append(f"{d['launches']} launches")
-        return ", ".join(parts) or NOT_COLLECTED
-
-    def device(d: dict[str, Any]) -> str:
-        dev = d.get("device") or {}
-        parts = [dev.get("name") or "device n/a"]
-        if dev.get("sm_count"):
-            parts.append(f"{dev['sm_count']} SMs")
-        if dev.get("sm_clock_hz"):
-            parts.append(f"SM clock {dev['sm_clock_hz'] / 1e9:.3f} GHz measured")
-        return ", ".join(parts)
-
-    def session(d: dict[str, Any]) -> str:
-        s = d.get("session") or {}
-        if s.get("tool") == "static":
-            return "compile-only (static)"
-        version = (s.get("tool_version") or "version n/a").split()[0]
-        return (f"{s.get('tool') or 'ncu'} {version}; clock control {s.get('clock_control') or 'n/a'}; "
-                f"cache control {s.get('cache_control') or 'n/a'}; replay passes {s.get('replay_passes') or 'n/a'}")
-
-    rows = [
-        ("kernel", lambda d: d.get("name")),
-        ("demangled", lambda d: d.get("demangled_name")),
-        ("source", lambda d: f"{d.get('source')} @{d.get('index')}"),
-        ("launch", launch),
-        ("device", device),
-        ("collected with", session),
-        ("command", lambda d: (d.get("session") or {}).get("command_line") or NOT_COLLECTED),
-    ]
-    head = "".join(f"<th>{_e(r)}</th>" for r in roles)
-    body = "".join(
-        f"<tr><th>{_e(label)}</th>" + "".join(f"<td class=\"ident\">{_e(fn(d))}</td>" for d in identities) + "</tr>"
-        for label, fn in rows
-    )
-    return f"<table class=\"identity\"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _verdict_html(verdict: dict[str, Any] | None, name_a: str, name_b: str) -> str:
-    """The headline: who is faster and by how much, and the main reason when one is named."""
-    if not verdict:
-        return ""
-    a_ns, b_ns, faster = verdict.get("a_ns"), verdict.get("b_ns"), verdict.get("faster")
-    if not (_is_number(a_ns) and _is_number(b_ns)) or faster is None:
-        return "<p>Durations: not collected for both kernels; no verdict on which is faster.</p>"
-    a_text, b_text = format_value(a_ns, "ns"), format_value(b_ns, "ns")
-    if faster == "same":
-        text = f"A and B take the same time ({a_text} vs {b_text})."
-    else:
-        slower, quicker = ("A", "B") if faster == "b" else ("B", "A")
-        gap = format_value(abs(float(a_ns) - float(b_ns)), "ns")
-        text = (f"{slower} is {float(verdict.get('slower_by') or 0.0) * 100:.1f}% slower than {quicker} "
-                f"({a_text} vs {b_text}, a gap of {gap}).")
-    out = f"<p class=\"verdict\"><b>{_e(text)}</b></p>"
-    reason = verdict.get("main_reason")
-    if reason:
-        share = f" (explains ~{float(reason['explains']) * 100:.0f}% of the gap)" if _is_number(reason.get("explains")) else ""
-        out += f"<p><b>Main reason:</b> {_e(reason.get('title'))}{_e(share)}</p>"
-    return out
-
-
-def _findings_html(findings: list[dict[str, Any]] | None) -> str:
+def findings_html(findings: list[dict[str, Any]] | None) -> str:
     if findings is None:
         return ""
     if not findings:
@@ -474,42 +50,42 @@ def _findings_html(findings: list[dict[str, Any]] | None) -> str:
     cards = []
     for f in findings:
         sev = str(f.get("severity", "info"))
-        values = "".join(f"<li><code>{_e(v.get('name'))}</code> = {_e(v.get('text'))}</li>" for v in f.get("values") or [])
+        values = "".join(f"<li><code>{escape(v.get('name'))}</code> = {escape(v.get('text'))}</li>" for v in f.get("values") or [])
         impact = f.get("impact")
-        meta = [f"rule <code>{_e(f.get('rule'))}</code>"]
+        meta = [f"rule <code>{escape(f.get('rule'))}</code>"]
         if f.get("compares"):
-            meta.append(f"compares {_e(f['compares'])}")
+            meta.append(f"compares {escape(f['compares'])}")
         if f.get("section"):
-            meta.append(f"ncu section {_e(f['section'])}")
+            meta.append(f"ncu section {escape(f['section'])}")
         if f.get("cause"):
-            meta.append(f"cause {_e(f['cause'])}")
-        if _is_number(f.get("explains")):
+            meta.append(f"cause {escape(f['cause'])}")
+        if is_number(f.get("explains")):
             meta.append(f"explains ~{float(f['explains']) * 100:.0f}% of the gap")
-        if _is_number(impact):
+        if is_number(impact):
             meta.append(f"headroom ~{float(impact) * 100:.0f}% of the kernel's time")
         for e in f.get("evidence") or []:
-            speedup = f", est. speedup {float(e['speedup']):.1f}%" if _is_number(e.get("speedup")) else ""
-            meta.append(f"ncu agrees: {_e(e.get('rule'))} {_e(e.get('title') or '')}{speedup}")
+            speedup = f", est. speedup {float(e['speedup']):.1f}%" if is_number(e.get("speedup")) else ""
+            meta.append(f"ncu agrees: {escape(e.get('rule'))} {escape(e.get('title') or '')}{speedup}")
         cards.append(
-            f"<div class=\"finding sev-{_e(sev)}\"><div class=\"fhead\"><span class=\"badge\">{_e(sev)}</span> "
-            f"<b>{_e(f.get('title'))}</b></div><p>{_e(f.get('message'))}</p>"
-            + (f"<p class=\"hint\">Try: {_e(f.get('hint'))}</p>" if f.get("hint") else "")
+            f"<div class=\"finding sev-{escape(sev)}\"><div class=\"fhead\"><span class=\"badge\">{escape(sev)}</span> "
+            f"<b>{escape(f.get('title'))}</b></div><p>{escape(f.get('message'))}</p>"
+            + (f"<p class=\"hint\">Try: {escape(f.get('hint'))}</p>" if f.get("hint") else "")
             + (f"<details><summary>numbers quoted</summary><ul class=\"values\">{values}</ul></details>" if values else "")
-            + "".join(f"<p class=\"dim\">assumed: {_e(a)}</p>" for a in f.get("assumptions") or [])
+            + "".join(f"<p class=\"dim\">assumed: {escape(a)}</p>" for a in f.get("assumptions") or [])
             + f"<p class=\"dim\">{' · '.join(meta)}</p></div>"
         )
     return "".join(cards)
 
 
-def _shorten(text: str, width: int = 60) -> str:
+def shorten(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
-def _plain(v: Any) -> str:
+def plain(v: Any) -> str:
     if v is None:
         return NOT_COLLECTED
     if isinstance(v, float):
@@ -519,12 +95,12 @@ def _plain(v: Any) -> str:
     return str(v)
 
 
-def _signed_percent(v: Any) -> str:
-    return f"{float(v):+.2%}" if _is_number(v) else ""
+def signed_percent(v: Any) -> str:
+    return f"{float(v):+.2%}" if is_number(v) else ""
 
 
-def _num(v: Any, spec: str, suffix: str = "") -> str:
-    return f"{float(v):{spec}}{suffix}" if _is_number(v) else NOT_COLLECTED
+def number(v: Any, spec: str, suffix: str = "") -> str:
+    return f"{float(v):{spec}}{suffix}" if is_number(v) else NOT_COLLECTED
 
 
 # ============================================================================ output
@@ -566,9 +142,9 @@ def render(page: Page) -> str:
         "<!DOCTYPE html>",
         "<html lang=\"en\"><head><meta charset=\"utf-8\">",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
-        f"<title>{_e(page.title)} — kernelscope</title>",
+        f"<title>{escape(page.title)} — kernelscope</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>{_e(page.title)}</h1><p class=\"subtitle\">{_e(page.subtitle)}</p>",
+        f"<h1>{escape(page.title)}</h1><p class=\"subtitle\">{escape(page.subtitle)}</p>",
     ]
     if page.lead:
         out.append(f"<section id=\"summary\">{page.lead}</section>")
@@ -576,21 +152,21 @@ def render(page: Page) -> str:
         skipped = ""
         if page.rules_not_evaluated:
             names = ", ".join(f"{rule} ({', '.join(missing) or 'data missing'})" for rule, missing in page.rules_not_evaluated.items())
-            skipped = f"<p class=\"dim\">Not evaluated (metrics not collected): {_e(names)}</p>"
-        out.append(f"<section id=\"findings\"><h2>Findings</h2>{_findings_html(page.findings)}{skipped}</section>")
+            skipped = f"<p class=\"dim\">Not evaluated (metrics not collected): {escape(names)}</p>"
+        out.append(f"<section id=\"findings\"><h2>Findings</h2>{findings_html(page.findings)}{skipped}</section>")
     if page.plots:
         figs = "".join(
-            f"<figure id=\"plot-{_e(p.name)}\">{plots.to_svg(p.figure, p.name)}<figcaption>{_e(p.caption)}</figcaption></figure>"
+            f"<figure id=\"plot-{escape(p.name)}\">{plots.to_svg(p.figure, p.name)}<figcaption>{escape(p.caption)}</figcaption></figure>"
             for p in page.plots
         )
         out.append(f"<section id=\"plots\"><h2>Plots</h2><div class=\"plots\">{figs}</div></section>")
     if page.notes:
-        notes = "".join(f"<li>{_e(n)}</li>" for n in dict.fromkeys(page.notes))
+        notes = "".join(f"<li>{escape(n)}</li>" for n in dict.fromkeys(page.notes))
         out.append(f"<section id=\"notes\"><h2>Notes</h2><ul class=\"notes\">{notes}</ul></section>")
     for heading, fragment in page.blocks:
         anchor = "".join(c if c.isalnum() else "-" for c in heading.lower()).strip("-")
-        out.append(f"<section id=\"{_e(anchor)}\"><h2>{_e(heading)}</h2>{fragment}</section>")
-    out.append(f"<footer>kernelscope {_e(__version__)}. A metric a report did not hold reads {NOT_COLLECTED}, never 0.</footer>")
+        out.append(f"<section id=\"{escape(anchor)}\"><h2>{escape(heading)}</h2>{fragment}</section>")
+    out.append(f"<footer>kernelscope {escape(__version__)}. A metric a report did not hold reads {NOT_COLLECTED}, never 0.</footer>")
     out.append("</body></html>\n")
     return "\n".join(out)
 

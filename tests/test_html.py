@@ -8,10 +8,10 @@ from click.testing import CliRunner
 
 pytest.importorskip("matplotlib")
 
-from kernelscope.cli.html_command import build_page
+from kernelscope.reports.page_inputs import build_page
 from kernelscope.cli.main import _register, cli
 from kernelscope.profiler.sources import load_profiles
-from kernelscope.reports import html
+from kernelscope.reports import html, html_pages
 from html_inputs import gate_json, sweep_json
 
 FULL = "h200-cute-add-and-cublas-gemm.full.ncu-rep"
@@ -220,7 +220,7 @@ def test_compile_only_profiles_get_no_roofline_and_say_so():
     static = KernelProfile(source="static:example", index=0, kind="static", name="example_kernel",
                            demangled_name="example_kernel", session=Session(tool="static"),
                            instruction_mix={"FFMA": 40.0, "LDG": 8.0, "STG": 4.0, "BRA": 2.0})
-    page = html.profiles_page([static], "static:example")
+    page = html_pages.profiles_page([static], "static:example")
     assert [p.name for p in page.plots] == ["instruction-mix"]
     assert any("compile-only" in n for n in page.notes)
     assert "in the binary" in page.plots[0].caption

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kernelscope.cli.html_command import build_page
+from kernelscope.reports.page_inputs import build_page
 from kernelscope.reports import html
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

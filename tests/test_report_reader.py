@@ -3,7 +3,8 @@
 import pytest
 
 from kernelscope.errors import UserError
-from kernelscope.profiler.report import group_by_nvtx, load_report, select, split_spec
+from kernelscope.profiler.report import group_by_nvtx, load_report
+from kernelscope.profiler.selection import select, split_spec
 from ncu_csv import read_raw_csv, to_base_unit
 
 FULL = "h200-cute-add-and-cublas-gemm.full.ncu-rep"

@@ -1,0 +1,75 @@
+"""Which kernels of an input a command means: `FILE[:REGEX]` and `FILE:@INDEX`.
+
+Every command that takes a report (show, diff, report, the gate's --report) names kernels
+the same way; this is where that text is split and matched.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kernelscope.errors import UserError
+from kernelscope.profiler.record import KernelProfile
+from kernelscope.profiler.sources import load_profiles
+
+_INDEX = re.compile(r"^@(\d+)$")
+
+
+SELECTABLE_SUFFIXES = (".ncu-rep.xz", ".ncu-rep", ".json.xz", ".json")
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """'file.ncu-rep:REGEX' -> (file, REGEX); a plain path -> (path, None).
+
+    Only a colon right after a known suffix (.ncu-rep, .json, either with .xz)
+    separates a selector, so paths with colons elsewhere still work.
+    """
+    for suffix in SELECTABLE_SUFFIXES:
+        at = spec.find(suffix + ":")
+        if at >= 0:
+            end = at + len(suffix)
+            return spec[:end], spec[end + 1 :] or None
+    return spec, None
+
+
+def select(profiles: list[KernelProfile], pattern: str | None, *, what: str = "") -> list[KernelProfile]:
+    """Profiles whose function, demangled name or NVTX range matches the regex (search)."""
+    if pattern is None:
+        return list(profiles)
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise UserError(f"bad kernel regex {pattern!r}: {e}") from None
+    chosen = [
+        p
+        for p in profiles
+        if regex.search(p.name) or regex.search(p.demangled_name) or any(regex.search(r) for r in p.nvtx_ranges)
+    ]
+    if not chosen:
+        names = sorted({p.name for p in profiles})
+        shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+        where = f" in {what}" if what else ""
+        raise UserError(f"no kernel matches {pattern!r}{where}; kernels there: {shown}")
+    return chosen
+
+
+def select_profiles(profiles: list[KernelProfile], selector: str | None, where: str) -> list[KernelProfile]:
+    """The profiles a selector names: `@INDEX` (the report's kernel index) or a regex."""
+    if selector and (m := _INDEX.match(selector)):
+        index = int(m.group(1))
+        chosen = [p for p in profiles if p.index == index]
+        if not chosen:
+            raise UserError(f"{where} has no kernel @{index} (indices 0..{len(profiles) - 1})")
+        return chosen
+    return select(profiles, selector, what=where)
+
+
+def resolve_one(spec: str, role: str) -> KernelProfile:
+    """The one kernel `FILE[:SELECTOR]` names; a UserError listing them when it names several."""
+    path, selector = split_spec(spec)
+    profiles = select_profiles(load_profiles(path), selector, path)
+    if len(profiles) != 1:
+        names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])
+        more = f", ... ({len(profiles)} in all)" if len(profiles) > 6 else ""
+        raise UserError(f"{role} {spec!r} matches {len(profiles)} kernels ({names}{more}); narrow it with :REGEX or :@INDEX")
+    return profiles[0]

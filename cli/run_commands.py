@@ -207,22 +207,6 @@ def profile_once(spec, target, ref, shape, dtype, config, report_path, section_s
     return run_profile(req, ncu=ncu)
 
 
-def load_pair(report_path: str, has_reference: bool):
-    """(target, reference) profiles from a report made by `profile` (ranges grouped)."""
-    from kernelscope.profiler.report import load_report
-    from kernelscope.profiler.worker import NVTX_PREFIX, REFERENCE_RANGE, TARGET_RANGE
-
-    profiles = load_report(report_path, group_nvtx_prefix=NVTX_PREFIX)
-    by_name = {p.name: p for p in profiles}
-    target = by_name.get(TARGET_RANGE)
-    if target is None:
-        raise UserError(f"{report_path}: no launch of the target was captured (report kept)", exit_code=3)
-    reference = by_name.get(REFERENCE_RANGE)
-    if has_reference and reference is None:
-        raise UserError(f"{report_path}: no launch of the reference was captured (report kept)", exit_code=3)
-    return target, reference, profiles
-
-
 @click.command("profile")
 @click.argument("target")
 @click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
@@ -243,6 +227,7 @@ def load_pair(report_path: str, has_reference: bool):
 def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, seed, arch):
     """Profile one launch of TARGET and one of its reference under ncu and show the diff."""
     from kernelscope.profiler.assignments import format_config, format_shape
+    from kernelscope.reports import profile_view
     from kernelscope.reports.terminal import make_console
 
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, several=False)
@@ -264,86 +249,10 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, s
                       f"tolerance, max abs {st.get('max_abs_error'):.3g}); `kernelscope run` locates the errors")
     console.print(f"{spec.name} shape {format_shape(shape_list[0])} {dtype} config {format_config(config)}")
     console.file.flush()
-    show_report_in_fresh_process(run.report_path, ref is not None)
-
-
-def show_report_in_fresh_process(report_path: str, has_reference: bool) -> None:
-    """Read the report and print the diff in a child process that has not loaded torch:
-    Nsight Compute's report module and torch in one process crashed on the device
-    (SIGSEGV), and a crash there must not take the written report's path with it."""
-    import subprocess
-    import sys
-
-    cmd = [sys.executable, "-X", "faulthandler", "-m", "kernelscope.cli.run_commands", report_path]
-    if not has_reference:
-        cmd.append("--no-reference")
-    rc = subprocess.run(cmd).returncode
-    if rc < 0:
-        raise UserError(f"reading the report crashed (signal {-rc}); report kept: {report_path}", exit_code=3)
-    if rc != 0:
-        raise SystemExit(rc)
-
-
-def key_metrics_in_fresh_process(report_path: str) -> dict:
-    """The sweep's key metrics of the target in a report, read in a child without torch."""
-    import subprocess
-    import sys
-
-    r = subprocess.run([sys.executable, "-m", "kernelscope.cli.run_commands", report_path, "--key-metrics"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        why = f"signal {-r.returncode}" if r.returncode < 0 else (r.stderr.strip().splitlines() or ["?"])[-1]
-        raise UserError(f"reading {report_path} failed: {why}", exit_code=3)
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def print_key_metrics(report_path: str) -> None:
-    target_profile, _, _ = load_pair(report_path, False)
-    print(json.dumps({key: target_profile.value(key) for key, _ in _KEY_METRICS}))
-
-
-def print_profile_diff(report_path: str, has_reference: bool) -> None:
-    from kernelscope.profiler.compare import compare
-    from kernelscope.reports.terminal import make_console, print_comparison
-
-    console = make_console()
-    target_profile, ref_profile, _ = load_pair(report_path, has_reference)
-    console.print(f"captured: target {target_profile.launches} launch(es)"
-                  + (f", reference {ref_profile.launches} launch(es)" if ref_profile else ""))
-    if ref_profile is not None:
-        print_comparison(compare(target_profile, ref_profile), console)
-    else:
-        from kernelscope.profiler.catalog import load_catalog
-        from kernelscope.profiler.compare import readings
-        from kernelscope.reports.terminal import print_show
-
-        catalog = load_catalog()
-        measured = [v for v in catalog.view_names() if v != "static"]
-        print_show(console, [(target_profile, readings(target_profile, catalog, measured))],
-                   {v: catalog.views[v].title for v in measured})
-    _print_findings(target_profile, ref_profile, console)
-
-
-def _print_findings(target_profile, ref_profile, console) -> None:
-    """The rule findings for the target (against its reference when there is one)."""
-    from kernelscope.reports.findings import print_findings
-    from kernelscope.rules.engine import evaluate_all
-
-    rules = evaluate_all(target_profile, ref_profile)
-    print_findings(rules.findings, console, rules.not_evaluated)
+    profile_view.show_in_fresh_process(run.report_path, ref is not None)
 
 
 # --- sweep ------------------------------------------------------------------------------------
-
-_KEY_METRICS = (
-    ("gpu__time_duration.sum", "ncu ns"),
-    ("launch__registers_per_thread", "regs"),
-    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM %"),
-    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "mem %"),
-    ("sm__warps_active.avg.pct_of_peak_sustained_active", "occ %"),
-    ("dram__bytes_read.sum", "DRAM rd B"),
-)
-
 
 @click.command("sweep")
 @click.argument("target")
@@ -366,6 +275,7 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
 
     from kernelscope.profiler import measure
     from kernelscope.profiler.assignments import format_config, format_shape
+    from kernelscope.reports import profile_view
     from kernelscope.reports.terminal import make_console
 
     spec, shape_list, dtype, space = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, several=True)
@@ -388,7 +298,7 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
             try:
                 run = profile_once(spec, target, None, shape_list[0], dtype, row.config, path, "quick",
                                    "none", "all", seed, arch)
-                row.metrics = key_metrics_in_fresh_process(run.report_path)
+                row.metrics = profile_view.key_metrics_in_fresh_process(run.report_path)
                 row.metrics["report"] = run.report_path
             except UserError as e:
                 row.metrics = {"error": str(e)}
@@ -400,7 +310,7 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
     for col in ("status", "median ms", "IQR ms", "speed vs ref"):
         table.add_column(col, justify="right")
     if with_profile:
-        for _, label in _KEY_METRICS:
+        for _, label in profile_view.KEY_METRICS:
             table.add_column(label, justify="right")
     table.add_column("note")
     for row in result.sorted_rows():
@@ -411,7 +321,7 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
         if with_profile:
             cells += [("n/a" if row.metrics.get(key) is None else f"{row.metrics[key]:.4g}"
                        if isinstance(row.metrics.get(key), (int, float)) else str(row.metrics.get(key)))
-                      for key, _ in _KEY_METRICS]
+                      for key, _ in profile_view.KEY_METRICS]
         cells.append(row.message or str(row.metrics.get("error", "")))
         table.add_row(*cells)
     console.print(table)
@@ -427,16 +337,3 @@ def register(group) -> None:
     group.add_command(profile_cmd)
     group.add_command(sweep_cmd)
 
-
-if __name__ == "__main__":
-    # The child process of `profile`: `python -m kernelscope.cli.run_commands REPORT [--no-reference]`.
-    import sys
-
-    try:
-        if "--key-metrics" in sys.argv[2:]:
-            print_key_metrics(sys.argv[1])
-        else:
-            print_profile_diff(sys.argv[1], "--no-reference" not in sys.argv[2:])
-    except UserError as e:
-        click.echo(f"kernelscope: error: {e}", err=True)
-        sys.exit(e.exit_code)

@@ -8,6 +8,7 @@ from pathlib import Path
 from kernelscope.errors import UserError
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.report import REPORT_MAGIC, decompressed, load_report
+from kernelscope.profiler.worker import NVTX_PREFIX, REFERENCE_RANGE, TARGET_RANGE
 
 SHOW_SCHEMA = "kernelscope.show"
 SHOW_SCHEMA_VERSION = 1
@@ -30,6 +31,14 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None) -> 
         if not head.startswith(REPORT_MAGIC):
             raise UserError(f"{path}: not an Nsight Compute report (.ncu-rep) or kernelscope JSON file")
     return load_report(path, group_nvtx_prefix=group_nvtx_prefix)
+
+
+def load_profile_run(path: str | Path) -> tuple[KernelProfile | None, KernelProfile | None, list[KernelProfile]]:
+    """A report made by `profile`: (target, reference, every profile), launches merged by the
+    worker's `ks:` NVTX ranges; target or reference is None where its range holds no launch."""
+    profiles = load_profiles(path, group_nvtx_prefix=NVTX_PREFIX)
+    by_name = {p.name: p for p in profiles}
+    return by_name.get(TARGET_RANGE), by_name.get(REFERENCE_RANGE), profiles
 
 
 def _load_json(path: Path) -> list[KernelProfile]:

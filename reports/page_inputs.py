@@ -14,8 +14,7 @@ from kernelscope.profiler.catalog import load_catalog
 from kernelscope.profiler.compare import compare
 from kernelscope.profiler.ncu import SIDECAR_SUFFIX
 from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
-from kernelscope.profiler.sources import SHOW_SCHEMA, load_profiles
-from kernelscope.profiler.worker import NVTX_PREFIX, REFERENCE_RANGE, TARGET_RANGE
+from kernelscope.profiler.sources import SHOW_SCHEMA, load_profile_run, load_profiles
 from kernelscope.reports import html_pages, structured
 from kernelscope.reports.findings import diagnosis_json
 from kernelscope.reports.gate_output import GATE_SCHEMA
@@ -150,8 +149,7 @@ def _profile_run_page(report: str, sidecar: dict | None, options: PageOptions):
     """Target against reference from a `profile` report: launches grouped by their NVTX ranges.
 
     None when the report was not made by `profile` (no target range in it)."""
-    by_name = {p.name: p for p in load_profiles(report, group_nvtx_prefix=NVTX_PREFIX)}
-    target, reference = by_name.get(TARGET_RANGE), by_name.get(REFERENCE_RANGE)
+    target, reference, _ = load_profile_run(report)
     if target is None:
         if sidecar is not None:
             raise UserError(f"{report}: no launch of the target was captured")

@@ -55,12 +55,12 @@ def test_sidecar_records_the_run(name):
 
 def test_profile_diff_from_the_fixture(fixture_file):
     path = fixture_file("h200-rmsnorm-vs-torch.quick.ncu-rep")
-    r = subprocess.run([sys.executable, "-m", "kernelscope.cli.run_commands", str(path)],
+    r = subprocess.run([sys.executable, "-m", "kernelscope.reports.profile_view", str(path)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "captured: target 1 launch(es), reference 1 launch(es)" in r.stdout
     assert "ks:target" in r.stdout and "ks:reference" in r.stdout and "Duration" in r.stdout
-    keys = subprocess.run([sys.executable, "-m", "kernelscope.cli.run_commands", str(path), "--key-metrics"],
+    keys = subprocess.run([sys.executable, "-m", "kernelscope.reports.profile_view", str(path), "--key-metrics"],
                           capture_output=True, text=True, timeout=300)
     metrics = json.loads(keys.stdout.strip().splitlines()[-1])
     assert metrics["launch__registers_per_thread"] == 32 and metrics["gpu__time_duration.sum"] > 0

@@ -5,7 +5,7 @@ and from the DSL's own output (profiler.dsl_compile), never from parsing the cub
 
 - registers, stack frame, static shared memory, local memory: `cuobjdump --dump-resource-usage`
 - named barriers and the block size a kernel requires: `cuobjdump --dump-elf`
-- the static SASS instruction histogram and local-memory traffic: `cuobjdump --dump-sass`
+- the static SASS instruction histogram and local-memory traffic: `nvdisasm -json`
 - grid, block and the dynamic shared memory each launch requests: the launch the DSL
   emitted into the compiled host code (its final IR), and the cluster shape given to
   `.launch(...)` while the kernel was traced
@@ -29,8 +29,7 @@ from kernelscope.profiler.assignments import check_shape_sizes
 from kernelscope.profiler.dsl_compile import LaunchRequest, compile_artifacts
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
 from kernelscope.toolchain.cubin import FunctionResources, function_resources
-from kernelscope.toolchain.sass import (dump_sass, expected_opcodes_missing, local_memory_bytes,
-                                        opcode_histogram, sass_opcodes)
+from kernelscope.toolchain.sass import disassemble, expected_opcodes_missing, local_memory_bytes, opcode_histogram
 from kernelscope.toolchain.tools import package_version
 
 # Bump when the analysis below changes what it derives from the same artifacts.
@@ -87,22 +86,24 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         with open(path, "wb") as f:
             f.write(cubin)
         resources, built_for = function_resources(path)
-        listings = dump_sass(path)
+        functions = disassemble(path)
     if built_for and built_for != arch:
         raise UserError(
             f"{source}: the compile produced a cubin for {built_for}, not {arch} "
             "(the kernel's compile should pass options='--gpu-arch ARCH' to cute.compile)")
 
     by_kernel = {l.kernel: l for l in launches if l.kernel}
-    lone_launch = launches[0] if len(launches) == 1 and len(listings) == 1 else None
-    versions = toolchain_versions()
-    tool_version = "; ".join(f"{k} {versions[k]}" for k in ("nvidia-cuda-cuobjdump", "nvidia-cutlass-dsl")
+    lone_launch = launches[0] if len(launches) == 1 and len(functions) == 1 else None
+    # nvdisasm reads the cubin only, so its version is recorded but not part of the compile key.
+    versions = {**toolchain_versions(), "nvidia-cuda-nvdisasm": package_version("nvidia-cuda-nvdisasm")}
+    tool_version = "; ".join(f"{k} {versions[k]}" for k in ("nvidia-cuda-cuobjdump", "nvidia-cuda-nvdisasm",
+                                                             "nvidia-cutlass-dsl")
                              if versions.get(k))
 
     results = []
-    for index, (name, sass) in enumerate(listings.items()):
+    for index, (name, function) in enumerate(functions.items()):
         res = resources.get(name, FunctionResources(name=name))
-        opcodes = sass_opcodes(sass)
+        opcodes = function.opcodes
         launch = by_kernel.get(name) or lone_launch
         block = launch.block if launch and launch.block else res.required_block
         grid = launch.grid if launch else None
@@ -143,7 +144,7 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
             metrics=m,
             instruction_mix={k: float(v) for k, v in opcode_histogram(opcodes).items()},
         )
-        results.append(KernelInspection(profile=profile, sass=sass, missing_expected=missing))
+        results.append(KernelInspection(profile=profile, sass=function.listing(), missing_expected=missing))
     return results
 
 

@@ -94,3 +94,13 @@ def test_the_check_names_what_points_up(source, module, expected):
     assert len(found) == len(expected)
     for message, fragment in zip(found, expected):
         assert fragment in message
+
+
+def test_no_module_imports_another_modules_private_names():
+    private = []
+    for path, module in package_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kernelscope"):
+                private += [f"{module}:{node.lineno} imports {node.module}.{a.name}" for a in node.names
+                            if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not private, "\n".join(private)

@@ -161,3 +161,35 @@ def test_launches_from_ir_leaves_runtime_values_unknown():
     assert launch.block == (256, 1, 1)
     assert launch.dynamic_smem_bytes == 48
     assert launch.grid is None      # sized by a run-time argument
+
+
+# ----------------------------------------------------------------------------- nvdisasm -json
+
+NVDISASM_JSON = """[{"ELF": {"layout-id": 4}, "SM": {"version": {"major": 9, "minor": 0}}},
+ [{"function-name": "my_kernel", "start": 0, "length": 64, "other-attributes": [], "sass-instructions": [
+   {"opcode": "LDC", "operands": "R1,c[0x0][0x28]"},
+   {"predicate": "@!P0", "opcode": "STL.64", "operands": "[R1],R2"},
+   {"opcode": "HGMMA.64x128x16.F32.BF16", "operands": "R24,gdesc[UR4],RZ,!UPT"},
+   {"opcode": "EXIT", "operands": ""}]},
+  {"function-name": "other", "start": 64, "length": 16, "sass-instructions": [{"opcode": "EXIT"}]}]]"""
+
+
+def test_disassembly_json_gives_opcodes_per_function():
+    functions = sass.parse_disassembly_json(NVDISASM_JSON)
+    assert list(functions) == ["my_kernel", "other"]
+    kernel = functions["my_kernel"]
+    assert kernel.opcodes == ["LDC", "STL.64", "HGMMA.64x128x16.F32.BF16", "EXIT"]
+    assert sass.local_memory_bytes(kernel.opcodes, "STL") == 8
+    # The listing reads back to the same opcodes through the text reader.
+    assert sass.sass_opcodes(kernel.listing()) == kernel.opcodes
+    assert "@!P0 STL.64 [R1], R2 ;" in kernel.listing()
+    with pytest.raises(UserError, match="nvdisasm -json"):
+        sass.parse_disassembly_json('{"not": "a list"}')
+
+
+def test_json_and_text_disassembly_agree_on_a_compiled_kernel(recorded_example_compile, tmp_path):
+    path = tmp_path / "kernel.cubin"
+    path.write_bytes(recorded_example_compile.cubin)
+    from_json = {name: f.opcodes for name, f in sass.disassemble(str(path)).items()}
+    from_text = {name: sass.sass_opcodes(text) for name, text in sass.dump_sass(str(path)).items()}
+    assert from_json == from_text and all(from_json.values())

@@ -1,17 +1,22 @@
 """SASS: a cubin's instructions, per kernel function, as opcode lists and histograms.
 
-The listing comes from `cuobjdump --dump-sass` (what `inspect` and the static gate count)
-or `nvdisasm` (what the kernels' own compile reports attach); both print one instruction
-per line after a `/*offset*/` comment, which is all the parsing below relies on.
+What `inspect` and the static gate count comes from `nvdisasm -json`: one record per
+instruction (predicate, opcode with its modifiers, operands), so nothing is parsed out of
+text. The text readers below serve listings that exist only as text (the `nvdisasm -c`
+listing kernels attach to their compile, `cuobjdump --dump-sass`); they give the same
+opcodes as the JSON (checked on every kernel kernelscope ships).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import tempfile
+from dataclasses import dataclass
 
+from kernelscope.errors import UserError
 from kernelscope.toolchain.tools import run_tool, which_cuda_tool
 
 
@@ -77,6 +82,50 @@ def expected_opcodes_missing(expected: list[str], opcodes: list[str]) -> list[st
 def dump_sass(cubin_path: str) -> dict[str, str]:
     """SASS listing per kernel function of a cubin file (`cuobjdump --dump-sass`)."""
     return split_sass_functions(run_tool("cuobjdump", "--dump-sass", cubin_path))
+
+
+@dataclass
+class SassInstruction:
+    opcode: str                  # with modifiers: `HGMMA.64x128x16.F32.BF16`
+    operands: str = ""
+    predicate: str = ""          # `@!P0`, or empty
+
+
+@dataclass
+class SassFunction:
+    name: str
+    instructions: list[SassInstruction]
+
+    @property
+    def opcodes(self) -> list[str]:
+        return [i.opcode for i in self.instructions]
+
+    def listing(self) -> str:
+        """A readable listing in cuobjdump's layout (16-byte instructions, offsets in hex)."""
+        lines = [f"        Function : {self.name}"]
+        for n, i in enumerate(self.instructions):
+            text = " ".join(part for part in (i.predicate, i.opcode, i.operands.replace(",", ", ")) if part)
+            lines.append(f"        /*{n * 16:04x}*/                   {text} ;")
+        return "\n".join(lines) + "\n"
+
+
+def parse_disassembly_json(text: str) -> dict[str, SassFunction]:
+    """`nvdisasm -json` output -> the functions of the cubin, in its order."""
+    try:
+        _header, functions = json.loads(text)[:2]
+        return {f["function-name"]: SassFunction(
+                    name=f["function-name"],
+                    instructions=[SassInstruction(opcode=i["opcode"], operands=i.get("operands", ""),
+                                                  predicate=i.get("predicate", ""))
+                                  for i in f.get("sass-instructions", [])])
+                for f in functions}
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"nvdisasm -json printed something this kernelscope cannot read ({e})", exit_code=3) from None
+
+
+def disassemble(cubin_path: str) -> dict[str, SassFunction]:
+    """The SASS of every kernel function in a cubin file, from `nvdisasm -json`."""
+    return parse_disassembly_json(run_tool("nvdisasm", "-json", cubin_path))
 
 
 def disassemble_cubin(cubin: bytes) -> str | None:

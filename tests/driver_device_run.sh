@@ -14,7 +14,7 @@ step() { echo "=== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; echo "=== rc=
 step nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv
 step ncu --version
 ncu --query-metrics --chip gh100 > /tmp/gh100-metrics.txt 2>&1
-for m in $(python3 -c "from kernelscope.profiler.ncu import QUICK_METRICS; print(' '.join(m.split('.', 1)[0] for m in QUICK_METRICS))"); do
+for m in $(python3 -c "from kernelscope.rules.collection import quick_metrics; print(' '.join(m.split('.', 1)[0] for m in quick_metrics()))"); do
   grep -q "^$m " /tmp/gh100-metrics.txt || echo "metric not known to ncu: $m" | tee -a "$log"
 done
 step timeout 300 python3 -m pytest -q -m gpu tests/test_driver_gpu.py tests/test_rmsnorm.py

@@ -49,6 +49,12 @@ def _reference_name(spec, vs: str | None) -> str | None:
     return name
 
 
+# One shape for profile and sweep (run takes several); the syntax is the one of every command.
+_one_shape_option = click.option(
+    "--shape", default=None,
+    help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
+
+
 def _require_gpu(what: str) -> None:
     import torch
 
@@ -210,8 +216,7 @@ def profile_once(spec, target, ref, shape, dtype, config, report_path, section_s
 @click.command("profile")
 @click.argument("target")
 @click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@click.option("--shape", default=None,
-              help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
+@_one_shape_option
 @click.option("--dtype", default=None)
 @click.option("--config", "configs", multiple=True,
               help="KEY=VALUE,... over the default config, e.g. stages=4,cluster=2x1 (repeatable).")
@@ -257,8 +262,7 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, s
 @click.command("sweep")
 @click.argument("target")
 @click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@click.option("--shape", default=None,
-              help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
+@_one_shape_option
 @click.option("--dtype", default=None)
 @click.option("--config", "configs", multiple=True,
               help="KEY=V1,V2,... e.g. threads=128,256,vec=4,8 (repeatable); every combination is tried. "

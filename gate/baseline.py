@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from kernelscope.errors import UserError
 from kernelscope.gate.environment import version_number
+from kernelscope.profiler.sources import read_json
 
 SCHEMA = "kernelscope.baseline"
 SCHEMA_VERSION = 1
@@ -165,12 +166,7 @@ def _json_default(obj: Any) -> Any:
 
 def load_baseline(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such baseline file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{path}: not a readable JSON baseline ({e})") from None
+    data = read_json(path, "baseline file", "a readable JSON baseline")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise UserError(f"{path}: not a kernelscope baseline (expected schema {SCHEMA!r}, "
                         "written by `kernelscope baseline save`)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.record import KernelProfile
@@ -41,13 +42,19 @@ def load_profile_run(path: str | Path) -> tuple[KernelProfile | None, KernelProf
     return by_name.get(TARGET_RANGE), by_name.get(REFERENCE_RANGE), profiles
 
 
-def _load_json(path: Path) -> list[KernelProfile]:
+def read_json(path: str | Path, what: str = "file", readable: str = "valid JSON") -> Any:
+    """A JSON document from a file; a one-line UserError when it is missing or not JSON."""
     try:
-        data = json.loads(path.read_text())
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
     except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
+        raise UserError(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{path}: not valid JSON ({e})") from None
+        raise UserError(f"{path}: not {readable} ({e})") from None
+
+
+def _load_json(path: Path) -> list[KernelProfile]:
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("schema") != SHOW_SCHEMA:
         raise UserError(f"{path}: not a kernelscope profile file (expected schema {SHOW_SCHEMA!r}, from `show --format json`)")
     version = data.get("schema_version")

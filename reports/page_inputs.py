@@ -5,7 +5,6 @@ several, or a pair), a report made by `profile` (its target against its referenc
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from kernelscope.profiler.catalog import load_catalog
 from kernelscope.profiler.compare import compare
 from kernelscope.profiler.ncu import SIDECAR_SUFFIX
 from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
-from kernelscope.profiler.sources import SHOW_SCHEMA, load_profile_run, load_profiles
+from kernelscope.profiler.sources import SHOW_SCHEMA, load_profile_run, load_profiles, read_json
 from kernelscope.reports import html_pages, structured
 from kernelscope.reports.findings import diagnosis_json
 from kernelscope.reports.gate_output import GATE_SCHEMA
@@ -31,16 +30,6 @@ class PageOptions:
     catalog_files: tuple[str, ...] = ()
     rule_files: tuple[str, ...] = ()
     disabled: tuple[str, ...] = ()
-
-
-def _read_json(path: str) -> object:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{path}: not valid JSON ({e})") from None
 
 
 def _is_json(path: str) -> bool:
@@ -96,7 +85,7 @@ def build_page(inputs: tuple[str, ...], options: PageOptions | None = None) -> P
     if not Path(path).exists():
         raise UserError(f"{path}: no such file")
     if _is_json(path):
-        doc = _read_json(path)
+        doc = read_json(path)
         schema = doc.get("schema") if isinstance(doc, dict) else None
         if schema == DIFF_SCHEMA:
             return html_pages.comparison_page(doc, None, title=title)
@@ -128,7 +117,7 @@ def _sidecar_of(report: str) -> dict | None:
     path = Path(report + SIDECAR_SUFFIX)
     if not path.exists():
         return None
-    doc = _read_json(str(path))
+    doc = read_json(str(path))
     return doc if _is_profile_sidecar(doc) else None
 
 

@@ -9,7 +9,6 @@ Where a tool is looked for, first to last:
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -36,6 +35,8 @@ def _from_wheel(name: str) -> str | None:
     dist_name = TOOL_DISTRIBUTIONS.get(name)
     if dist_name is None:
         return None
+    import importlib.metadata  # here: reading package metadata costs every command's start-up
+
     try:
         dist = importlib.metadata.distribution(dist_name)
     except importlib.metadata.PackageNotFoundError:
@@ -90,6 +91,8 @@ def run_tool(name: str, *args: str) -> str:
 
 def package_version(dist_name: str) -> str | None:
     """Installed version of a distribution, or None."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(dist_name)
     except importlib.metadata.PackageNotFoundError:

@@ -189,7 +189,8 @@ class Reports:
     def ncu_action(self, path: Path, selector: str):
         """The ncu_report action of the kernel that `kernelscope diff` selects with FILE:selector."""
         from kernelscope.errors import UserError
-        from kernelscope.profiler.report import import_ncu_report, load_report, select
+        from kernelscope.profiler.report import import_ncu_report, load_report
+        from kernelscope.profiler.selection import select
         plain = self.plain(path)
         if plain not in self._contexts:
             context = import_ncu_report().load_report(str(plain))

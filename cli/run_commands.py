@@ -202,14 +202,16 @@ def _default_report_path(spec_name: str, ref: str | None) -> str:
     return f"kernelscope-{safe}.ncu-rep"
 
 
-def profile_once(spec, target, ref, shape, dtype, config, report_path, section_set, clock, cache, seed, arch):
+def profile_once(spec, target, ref, shape, dtype, config, report_path, section_set, clock, cache, seed, arch,
+                 line_info=True, source_counters=True):
     from kernelscope.profiler.ncu import ProfileRequest, find_ncu, run_profile
     from kernelscope.rules.collection import metrics_for_set
 
     ncu = find_ncu()
     req = ProfileRequest(target=target, reference=ref or "", shape=shape, dtype=dtype, config=config,
                          report_path=report_path, section_set=section_set, clock_control=clock,
-                         cache_control=cache, seed=seed, arch=arch, metrics=metrics_for_set(section_set))
+                         cache_control=cache, seed=seed, arch=arch, metrics=metrics_for_set(section_set),
+                         line_info=line_info, source_counters=source_counters)
     return run_profile(req, ncu=ncu)
 
 
@@ -229,7 +231,12 @@ def profile_once(spec, target, ref, shape, dtype, config, report_path, section_s
               help="ncu cache control: all flushes caches before each replay pass.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--arch", default="sm_90a", show_default=True)
-def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, seed, arch):
+@click.option("--line-info/--no-line-info", default=True, show_default=True,
+              help="Compile CuTe DSL code with line information and import the source into the report "
+                   "(`show --lines`); the SASS is the same either way.")
+@click.option("--source-counters/--no-source-counters", default=True, show_default=True,
+              help="Collect ncu's SourceCounters section: stall samples and executed instructions per instruction.")
+def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, seed, arch, line_info, source_counters):
     """Profile one launch of TARGET and one of its reference under ncu and show the diff."""
     from kernelscope.profiler.assignments import format_config, format_shape
     from kernelscope.reports import profile_view
@@ -242,7 +249,8 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, s
     report_path = output or _default_report_path(spec.name, ref)
     section_set = _section_set(sets)
     console = make_console()
-    run = profile_once(spec, target, ref, shape_list[0], dtype, config, report_path, section_set, clock, cache, seed, arch)
+    run = profile_once(spec, target, ref, shape_list[0], dtype, config, report_path, section_set, clock, cache, seed, arch,
+                       line_info, source_counters)
     console.print(f"report: {run.report_path}  (sidecar {os.path.basename(run.sidecar_path)})")
     passes = ", ".join(f"{p}" for _, p in run.passes) or "n/a"
     console.print(f"ncu: {len(run.passes)} kernel(s) profiled, replay passes per kernel: {passes}; "
@@ -300,8 +308,9 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
                 continue
             path = os.path.join(report_dir, f"{spec.name}-config{i}.ncu-rep")
             try:
+                # The sweep reads summary metrics only: no per-instruction section.
                 run = profile_once(spec, target, None, shape_list[0], dtype, row.config, path, "quick",
-                                   "none", "all", seed, arch)
+                                   "none", "all", seed, arch, line_info=False, source_counters=False)
                 row.metrics = profile_view.key_metrics_in_fresh_process(run.report_path)
                 row.metrics["report"] = run.report_path
             except UserError as e:

@@ -63,6 +63,11 @@ class ProfileRequest:
     # Metrics collected by name on top of the sections. The driver does not choose them:
     # what the views read is known above it (kernelscope.rules.collection.metrics_for_set).
     metrics: list[str] = field(default_factory=list)
+    # Compile the CuTe DSL code with line information (it changes no SASS instruction, only adds
+    # debug sections: tests/test_source_lines.py) and collect per-instruction samples with the
+    # source imported, so a report maps its time back to Python lines.
+    line_info: bool = True
+    source_counters: bool = True
 
 
 @dataclass
@@ -93,6 +98,21 @@ def report_base(path: str) -> str:
 
 def normalise_report_path(path: str) -> str:
     return path if path.endswith(".ncu-rep") else path + ".ncu-rep"
+
+
+SOURCE_COUNTERS_SECTION = "SourceCounters"
+
+
+def source_args(req: "ProfileRequest") -> list[str]:
+    """The per-instruction section (unless the set holds it already) and the source import."""
+    out: list[str] = []
+    full = req.section_set == "full"
+    listed = not isinstance(req.section_set, str) and SOURCE_COUNTERS_SECTION in req.section_set
+    if req.source_counters and not full and not listed:
+        out += ["--section", SOURCE_COUNTERS_SECTION]
+    if req.line_info:
+        out += ["--import-source", "yes"]
+    return out
 
 
 def section_args(section_set: str | list[str]) -> list[str]:
@@ -168,7 +188,8 @@ def build_command(ncu: str, req: ProfileRequest, status_path: str | None = None,
            "--nvtx", "--nvtx-include", f"regex:{worker.NVTX_PREFIX}.*/",
            "--clock-control", req.clock_control,
            "--cache-control", req.cache_control,
-           *section_args(req.section_set)]
+           *section_args(req.section_set),
+           *source_args(req)]
     if metrics:
         cmd += ["--metrics", ",".join(metrics)]
     cmd += ["--export", report_base(req.report_path), "--force-overwrite"]
@@ -239,6 +260,8 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
     cmd = build_command(ncu, req, status_path, metrics_override=kept)
     env = dict(os.environ)
     env.setdefault("CUTE_DSL_ARCH", req.arch)
+    if req.line_info:
+        env["CUTE_DSL_LINEINFO"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     start = time.monotonic()
     try:

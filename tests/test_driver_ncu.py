@@ -32,8 +32,10 @@ def test_quick_command_filters_ranges_and_states_controls(tmp_path):
     assert "--nvtx" in cmd and cmd[i + 1] == "regex:ks:.*/"
     assert cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[cmd.index("--cache-control") + 1] == "all"
-    # quick: the launch-derived Occupancy section and exactly the metrics the catalog, rules and roofline read
-    assert [cmd[j + 1] for j, a in enumerate(cmd) if a == "--section"] == ["Occupancy"] and "--set" not in cmd
+    # quick: the launch-derived Occupancy section and exactly the metrics the catalog, rules and roofline read,
+    # plus the per-instruction SourceCounters with the source imported (line information is on by default)
+    assert [cmd[j + 1] for j, a in enumerate(cmd) if a == "--section"] == ["Occupancy", "SourceCounters"]
+    assert "--set" not in cmd and cmd[cmd.index("--import-source") + 1] == "yes"
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert "dram__bytes_read.sum" in metrics and "l1tex__m_xbar2l1tex_read_bytes.sum" in metrics
     assert "sass__inst_executed_per_opcode" in metrics
@@ -41,7 +43,7 @@ def test_quick_command_filters_ranges_and_states_controls(tmp_path):
     assert "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in metrics
     assert metrics == collection.quick_metrics()
     sections = ncu.build_command("/opt/ncu", _req(tmp_path, section_set="sections"))
-    assert [sections[j + 1] for j, a in enumerate(sections) if a == "--section"] == list(ncu.QUICK_SECTIONS)
+    assert [sections[j + 1] for j, a in enumerate(sections) if a == "--section"] == [*ncu.QUICK_SECTIONS, "SourceCounters"]
     assert cmd[cmd.index("--export") + 1] == str(tmp_path / "r")     # ncu adds .ncu-rep
     w = cmd.index("kernelscope.profiler.worker")
     assert cmd[w - 1] == "-m" and cmd[w - 2] == sys.executable
@@ -55,7 +57,11 @@ def test_full_and_named_sections(tmp_path):
     assert full[full.index("--set") + 1] == "full" and "--metrics" not in full
     named = ncu.build_command("ncu", _req(tmp_path, section_set=["SpeedOfLight", "Occupancy"],
                                           clock_control="base", cache_control="none"))
-    assert [named[j + 1] for j, a in enumerate(named) if a == "--section"] == ["SpeedOfLight", "Occupancy"]
+    assert [named[j + 1] for j, a in enumerate(named) if a == "--section"] == ["SpeedOfLight", "Occupancy", "SourceCounters"]
+    # full holds SourceCounters already; a list naming it is not given it twice
+    assert "SourceCounters" not in full and full[full.index("--import-source") + 1] == "yes"
+    listed = ncu.build_command("ncu", _req(tmp_path, section_set=["SourceCounters", "LaunchStats"]))
+    assert [listed[j + 1] for j, a in enumerate(listed) if a == "--section"] == ["SourceCounters", "LaunchStats"]
     assert named[named.index("--clock-control") + 1] == "base"
     assert named[named.index("--cache-control") + 1] == "none"
     with pytest.raises(UserError):
@@ -72,6 +78,13 @@ def test_the_driver_collects_what_the_request_names(tmp_path):
     assert collection.metrics_for_set("full") == [] and collection.metrics_for_set(["SpeedOfLight"]) == []
     with pytest.raises(UserError):
         ncu.build_command("ncu", _req(tmp_path, clock_control="boost"))
+
+
+def test_line_info_and_source_counters_can_be_turned_off(tmp_path):
+    plain = ncu.build_command("ncu", _req(tmp_path, line_info=False, source_counters=False))
+    assert "SourceCounters" not in plain and "--import-source" not in plain
+    counters_only = ncu.build_command("ncu", _req(tmp_path, line_info=False))
+    assert "SourceCounters" in counters_only and "--import-source" not in counters_only
 
 
 def test_parse_passes():

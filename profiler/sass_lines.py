@@ -1,0 +1,112 @@
+"""SASS with the source line each instruction came from, read from `nvdisasm -g` over a cubin.
+
+A cubin compiled with line information (CuTe DSL: `CUTE_DSL_LINEINFO=1` or the
+`GenerateLineInfo` option) carries `.debug_line`; `nvdisasm -g` prints
+`//## File "path", line N` above the instructions that line produced. This module parses that
+listing and classifies opcodes; it depends on nothing else in kernelscope, so it sits with the
+other CUDA-tool parsing (the caller hands it the nvdisasm path).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+_FUNCTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
+_FILE_LINE = re.compile(r'^\s*//##\s*File\s+"([^"]+)",\s*line\s+(\d+)')
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*$")
+_PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
+
+
+@dataclass(frozen=True)
+class SassInstruction:
+    """One instruction of a function's SASS and the source line it came from (None: none given)."""
+
+    function: str
+    offset: int          # byte offset inside the function
+    opcode: str          # with modifiers, e.g. "HGMMA.64x256x16.F32.BF16"
+    text: str            # as nvdisasm prints it, predicate included, without the trailing ';'
+    file: str | None
+    line: int | None
+
+    @property
+    def base_opcode(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+
+def parse_nvdisasm_lines(text: str) -> dict[str, list[SassInstruction]]:
+    """`nvdisasm -g -c` output -> instructions per function, in address order."""
+    out: dict[str, list[SassInstruction]] = {}
+    function: str | None = None
+    where: tuple[str, int] | None = None
+    for raw in text.splitlines():
+        m = _FUNCTION.match(raw)
+        if m:
+            function, where = m.group(1), None
+            out.setdefault(function, [])
+            continue
+        if function is None:
+            continue
+        m = _FILE_LINE.match(raw)
+        if m:
+            where = (m.group(1), int(m.group(2)))
+            continue
+        m = _INSTRUCTION.match(raw)
+        if not m:
+            continue
+        body = m.group(2).strip().rstrip(";").strip()
+        opcode = _PREDICATE.sub("", body).split(" ", 1)[0]
+        if not opcode or not opcode[0].isalpha():
+            continue
+        out[function].append(SassInstruction(
+            function=function, offset=int(m.group(1), 16), opcode=opcode, text=body,
+            file=where[0] if where else None, line=where[1] if where else None))
+    return out
+
+
+def disassemble_with_lines(cubin: bytes, nvdisasm: str) -> dict[str, list[SassInstruction]]:
+    """Run `nvdisasm -g -c` on a cubin; raises RuntimeError with nvdisasm's last line on failure."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        r = subprocess.run([nvdisasm, "-g", "-c", f.name], capture_output=True, text=True)
+    if r.returncode != 0:
+        detail = (r.stderr or r.stdout).strip().splitlines()
+        raise RuntimeError(detail[-1] if detail else f"nvdisasm ended with code {r.returncode}")
+    return parse_nvdisasm_lines(r.stdout)
+
+
+def has_line_info(instructions: list[SassInstruction]) -> bool:
+    return any(i.line is not None for i in instructions)
+
+
+# Opcode classes: what kind of work an instruction is, for summaries across source files.
+_CLASSES = (
+    ("tensor", ("HGMMA", "HMMA", "IMMA", "QGMMA", "IGMMA", "BGMMA", "WARPGROUP", "UTCHMMA")),
+    ("tma", ("UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UBLKCP", "UBLKRED", "UTMACCTL", "UTMACMDFLUSH")),
+    ("shared", ("LDSM", "STSM", "LDS", "STS", "ATOMS", "LDGSTS")),
+    ("global", ("LDG", "STG", "LD", "ST", "RED", "ATOM", "ATOMG", "REDG", "CCTL", "LDGDEPBAR")),
+    ("local", ("LDL", "STL")),
+    ("sync", ("SYNCS", "BAR", "MEMBAR", "DEPBAR", "FENCE", "ERRBAR", "WARPSYNC", "NANOSLEEP", "ARRIVES", "ELECT")),
+    ("control", ("BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "BREAK", "YIELD", "NOP", "BPT",
+                 "KILL", "ACQBULK", "WARPSYNC")),
+    ("fp32", ("FFMA", "FADD", "FMUL", "FMNMX", "FSEL", "FSET", "FSETP", "FCHK", "FSWZADD", "FMNMX3")),
+    ("sfu", ("MUFU",)),
+    ("conversion", ("F2F", "F2FP", "F2I", "I2F", "I2FP", "FRND", "F2IP")),
+    ("shuffle", ("SHFL", "VOTE", "MATCH", "REDUX")),
+)
+_CLASS_OF = {op: name for name, ops in _CLASSES for op in ops}
+
+
+def opcode_class(base_opcode: str) -> str:
+    """"tensor", "tma", "shared", "global", "local", "sync", "control", "fp32", "sfu", "conversion",
+    "shuffle", "uniform" (U* opcodes and the moves into uniform registers) or "integer" (the rest:
+    IMAD, IADD3, LOP3, SHF, LEA, ISETP, MOV, PRMT, ...)."""
+    known = _CLASS_OF.get(base_opcode)
+    if known:
+        return known
+    if base_opcode in ("R2UR", "S2UR") or (base_opcode.startswith("U") and len(base_opcode) > 1):
+        return "uniform"
+    return "integer"

@@ -9,6 +9,7 @@ import click
 from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import evaluate, load_catalog
 from kernelscope.profiler.compare import MetricReading, compare, readings
+from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
@@ -35,8 +36,12 @@ def _emit(text: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--group-nvtx", metavar="PREFIX", help="Merge launches inside NVTX ranges whose name starts with PREFIX.")
 @click.option("--full", is_flag=True, help=f"Full views for every kernel even when more than {DETAIL_LIMIT} match.")
+@click.option("--lines", "lines", is_flag=True,
+              help="Where the time goes in the source: the hottest lines with stall samples by reason, executed "
+                   "instructions and their SASS (needs SourceCounters; line information for Python lines).")
+@click.option("--top", "top", default=15, show_default=True, help="Lines to list with --lines.")
 @_catalog_option
-def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
+def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files):
     """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
 
     REPORT may carry a selector: FILE.ncu-rep:REGEX or FILE.ncu-rep:@INDEX. When more
@@ -44,6 +49,8 @@ def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
     narrow with -k, or pass --full.
     """
     path, selector = split_spec(report)
+    if lines:
+        return _show_lines(path, regex or selector, fmt, group_nvtx, top)
     catalog = load_catalog(catalog_files)
     view_names = list(views) or catalog.view_names()
     catalog.metrics_of(view_names)
@@ -71,6 +78,38 @@ def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
         terminal.print_show(terminal.make_console(), entries, titles)
 
 
+def _show_lines(path: str, selector: str | None, fmt: str, group_nvtx: str | None, top: int) -> None:
+    from kernelscope.reports import lines as line_view
+
+    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx, lines=True), selector, path)
+    require_lines(profiles, path)
+    if fmt == "json":
+        entries = [(p, {}) for p in profiles]
+        doc = structured.show_document(path, entries, {})
+        for entry, p in zip(doc["kernels"], profiles):
+            entry["lines"] = p.source_lines.to_dict()
+        _emit(structured.dumps(doc))
+        return
+    if fmt != "table":
+        raise UserError(f"--lines prints a table or JSON, not {fmt}")
+    console = terminal.make_console()
+    for p in profiles:
+        line_view.print_line_profile(console, f"[{p.index}] {p.name}", p.source_lines, limit=top)
+        console.print()
+
+
+def require_lines(profiles: list[KernelProfile], path: str) -> None:
+    """Per-line records must exist and hold per-instruction counters: one clear line otherwise."""
+    from kernelscope.profiler.report_lines import NO_SOURCE_COUNTERS
+
+    missing = [p for p in profiles if p.source_lines is None]
+    if missing:
+        raise UserError(f"{path}: no per-line records for {missing[0].name} (a kernelscope JSON file holds them only "
+                        "when written by `show --lines --format json`)")
+    if not any(p.source_lines.has_source_counters or p.source_lines.origin == "static" for p in profiles):
+        raise UserError(f"{path}: {NO_SOURCE_COUNTERS}")
+
+
 @click.command()
 @click.argument("a")
 @click.argument("b", required=False)
@@ -81,26 +120,67 @@ def show(report, regex, views, fmt, group_nvtx, full, catalog_files):
 @click.option("--rules", "rule_files", multiple=True, type=click.Path(dir_okay=False),
               help="Extra rule file(s) adding or overriding rules (docs/rules.md). Repeatable.")
 @click.option("--disable", "disabled", multiple=True, metavar="ID", help="Rule id to skip (repeatable).")
-def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled):
+@click.option("--lines", "lines", is_flag=True,
+              help="Compare where the time goes in the source: per line when both kernels come from one source "
+                   "file, per source file and opcode class otherwise.")
+@click.option("--top", "top", default=20, show_default=True, help="Lines to list with --lines.")
+@click.option("--github", "github", is_flag=True,
+              help="Also print GitHub Actions annotations (::warning file=...,line=...) for findings located at lines.")
+@click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the findings located at lines as a SARIF 2.1.0 file.")
+def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 
     A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
     name the same report. With one argument, the report must hold exactly two kernels.
+    Stall and memory findings name the source lines where their samples sit when A was
+    compiled with line information and profiled with SourceCounters.
     """
+    from kernelscope.rules.line_locations import attach_locations
+
     if b is None:
         path, selector = split_spec(a)
-        profiles = select_profiles(load_profiles(path), selector, path)
+        profiles = select_profiles(load_profiles(path, lines=True), selector, path)
         if len(profiles) != 2:
             raise UserError(f"diff with one report needs exactly two kernels there; {path} has {len(profiles)} matching (give A and B)")
         first, second = profiles
     else:
-        first, second = resolve_one(a, "A"), resolve_one(b, "B")
+        first, second = resolve_one(a, "A", lines=True), resolve_one(b, "B", lines=True)
+    if lines:
+        require_lines([first], a)
+        require_lines([second], b or a)
     catalog = load_catalog(catalog_files)
     comparison = compare(first, second, catalog, list(views) or None, top_opcodes)
     # B is A's reference: the rules compare A alone and A against B.
     result = diagnose(first, second, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
+    attach_locations(result.findings, first.source_lines)
+    if sarif_path:
+        from kernelscope.reports.annotations import write_sarif
+
+        try:
+            write_sarif(result.findings, sarif_path)
+        except OSError as e:
+            raise UserError(f"cannot write {sarif_path}: {e.strerror or e}") from None
+    line_comparison = None
+    if lines:
+        from kernelscope.profiler.line_compare import compare_lines
+
+        line_comparison = compare_lines(first.source_lines, second.source_lines)
     if fmt == "json":
-        _emit(structured.dumps(structured.diff_document(comparison, findings.diagnosis_json(result))))
+        extra = findings.diagnosis_json(result)
+        if line_comparison is not None:
+            extra["lines"] = {"comparison": line_comparison.to_dict(top),
+                              "a": first.source_lines.to_dict(), "b": second.source_lines.to_dict()}
+        _emit(structured.dumps(structured.diff_document(comparison, extra)))
+    elif line_comparison is not None:
+        from kernelscope.reports import lines as line_view
+
+        console = terminal.make_console()
+        findings.print_headline(comparison, result, console)
+        line_view.print_line_comparison(console, line_comparison, f"[{first.index}] {first.name}",
+                                        f"[{second.index}] {second.name}", limit=top)
+        console.print()
+        findings.print_findings(result.findings, console, result.not_evaluated, result)
     elif fmt == "csv":
         _emit(structured.diff_csv(comparison))
     elif fmt == "markdown":
@@ -111,6 +191,11 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled):
         findings.print_headline(comparison, result, console)
         terminal.print_comparison(comparison, console)
         findings.print_findings(result.findings, console, result.not_evaluated, result)
+    if github:
+        from kernelscope.reports.annotations import github_annotations
+
+        for line in github_annotations(result.findings):
+            sys.stdout.write(line + "\n")
 
 
 @click.command()

@@ -182,8 +182,11 @@ def _as_bytes(blob) -> bytes | None:
 
 
 def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int], dtype: str,
-                      arch: str) -> StaticArtifacts:
-    """Run the kernel's own compile (no GPU needed) and collect what inspection reads."""
+                      arch: str, line_info: bool = False) -> StaticArtifacts:
+    """Run the kernel's own compile (no GPU needed) and collect what inspection reads.
+    With `line_info`, the DSL compiles with line information (read by the DSL once per process)."""
+    if line_info:
+        os.environ["CUTE_DSL_LINEINFO"] = "1"
     # The DSL reads its target once, at import; a kernel may also pass --gpu-arch itself.
     # Kept artifacts go to the working directory unless told otherwise: keep them out of
     # the user's tree.

@@ -46,6 +46,11 @@ def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
     """
     if len(members) == 1:
         return KernelProfile(**{**vars(members[0]), "name": name, "kind": "nvtx-range"})
+    source_lines = None
+    if all(m.source_lines is not None for m in members):
+        from kernelscope.profiler.source_lines import LineProfile
+
+        source_lines = LineProfile.merge(name, [m.source_lines for m in members])
     first = members[0]
     durations = [m.value("gpu__time_duration.sum") for m in members]
     weights = [float(d) if isinstance(d, (int, float)) else 1.0 for d in durations]
@@ -90,6 +95,7 @@ def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
         stalls=stalls,
         launches=sum(m.launches for m in members),
         ncu_rules=[r for m in members for r in m.ncu_rules],
+        source_lines=source_lines,
     )
 
 

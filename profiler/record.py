@@ -7,7 +7,7 @@ work on any of them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -95,13 +95,17 @@ class KernelProfile:
     launches: int = 1               # >1 when an NVTX range groups several launches
     # Nsight Compute's own rule results for this launch (empty: none in the source).
     ncu_rules: list[NcuRuleResult] = field(default_factory=list)
+    # Per-source-line records (profiler.source_lines.LineProfile), read only when asked for
+    # (`show --lines`); kept out of to_dict: documents carry them under their own schema.
+    source_lines: Any = field(default=None, repr=False, compare=False)
 
     def value(self, metric: str) -> float | int | str | None:
         m = self.metrics.get(metric)
         return None if m is None else m.value
 
     def to_dict(self, include_metrics: bool = True) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, source_lines=None))
+        d.pop("source_lines")
         if not include_metrics:
             d.pop("metrics")
         return d
@@ -109,6 +113,7 @@ class KernelProfile:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "KernelProfile":
         d = dict(d)
+        d.pop("source_lines", None)
         d["device"] = DeviceInfo(**d.get("device") or {})
         d["session"] = Session(**d.get("session") or {})
         d["metrics"] = {k: Metric(**v) for k, v in (d.get("metrics") or {}).items()}

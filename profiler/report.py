@@ -80,18 +80,20 @@ def load_report(
     path: str | os.PathLike,
     *,
     group_nvtx_prefix: str | None = None,
+    lines: bool = False,
 ) -> list[KernelProfile]:
     """One KernelProfile per profiled kernel launch, in report order.
 
     With `group_nvtx_prefix`, launches inside an NVTX push/pop range whose name starts
     with the prefix are merged into one profile per range (kind "nvtx-range"); launches
-    outside such ranges stay single.
+    outside such ranges stay single. With `lines`, each profile also gets its per-source-line
+    records (`source_lines`).
     """
     path = Path(path)
     if path.suffix == ".xz":
         # Recorded reports are kept xz-compressed; ncu_report reads only plain files.
         with decompressed(path, ".ncu-rep") as plain:
-            profiles = load_report(plain, group_nvtx_prefix=group_nvtx_prefix)
+            profiles = load_report(plain, group_nvtx_prefix=group_nvtx_prefix, lines=lines)
         for p in profiles:
             p.source = str(path)
         return profiles
@@ -107,7 +109,12 @@ def load_report(
         report_range = context.range_by_idx(range_index)
         for action_index in range(report_range.num_actions()):
             action = report_range.action_by_idx(action_index)
-            profiles.append(_profile_from_action(action, str(path), len(profiles), session))
+            profile = _profile_from_action(action, str(path), len(profiles), session)
+            if lines:
+                from kernelscope.profiler.report_lines import lines_from_action
+
+                profile.source_lines = lines_from_action(action, profile.name)
+            profiles.append(profile)
     if not profiles:
         raise UserError(f"{path}: the report holds no profiled kernels")
     if group_nvtx_prefix is not None:

@@ -64,10 +64,11 @@ def select_profiles(profiles: list[KernelProfile], selector: str | None, where: 
     return select(profiles, selector, what=where)
 
 
-def resolve_one(spec: str, role: str) -> KernelProfile:
-    """The one kernel `FILE[:SELECTOR]` names; a UserError listing them when it names several."""
+def resolve_one(spec: str, role: str, lines: bool = False) -> KernelProfile:
+    """The one kernel `FILE[:SELECTOR]` names; a UserError listing them when it names several.
+    With `lines`, it carries its per-line records where the input has them."""
     path, selector = split_spec(spec)
-    profiles = select_profiles(load_profiles(path), selector, path)
+    profiles = select_profiles(load_profiles(path, lines=lines), selector, path)
     if len(profiles) != 1:
         names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])
         more = f", ... ({len(profiles)} in all)" if len(profiles) > 6 else ""

@@ -15,8 +15,9 @@ SHOW_SCHEMA = "kernelscope.show"
 SHOW_SCHEMA_VERSION = 1
 
 
-def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None) -> list[KernelProfile]:
-    """Profiles from a .ncu-rep or a kernelscope JSON file, either one possibly .xz-compressed."""
+def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lines: bool = False) -> list[KernelProfile]:
+    """Profiles from a .ncu-rep or a kernelscope JSON file, either one possibly .xz-compressed.
+    With `lines`, each gets its per-source-line records where the input holds them."""
     path = Path(path)
     if path.name.endswith(".json.xz"):
         with decompressed(path, ".json") as plain:
@@ -31,7 +32,7 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None) -> 
             return _load_json(path)
         if not head.startswith(REPORT_MAGIC):
             raise UserError(f"{path}: not an Nsight Compute report (.ncu-rep) or kernelscope JSON file")
-    return load_report(path, group_nvtx_prefix=group_nvtx_prefix)
+    return load_report(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines)
 
 
 def load_profile_run(path: str | Path) -> tuple[KernelProfile | None, KernelProfile | None, list[KernelProfile]]:
@@ -61,6 +62,15 @@ def _load_json(path: Path) -> list[KernelProfile]:
     if version != SHOW_SCHEMA_VERSION:
         raise UserError(f"{path}: schema version {version} is not supported (this kernelscope reads {SHOW_SCHEMA_VERSION})")
     try:
-        return [KernelProfile.from_dict(k["profile"]) for k in data["kernels"]]
+        profiles = [KernelProfile.from_dict(k["profile"]) for k in data["kernels"]]
     except (KeyError, TypeError) as e:
         raise UserError(f"{path}: malformed kernelscope profile file (missing {e})") from None
+    for profile, entry in zip(profiles, data["kernels"]):
+        if isinstance(entry, dict) and entry.get("lines"):
+            from kernelscope.profiler.source_lines import LineProfile
+
+            try:
+                profile.source_lines = LineProfile.from_dict(entry["lines"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise UserError(f"{path}: per-line records of {profile.name}: {e}") from None
+    return profiles

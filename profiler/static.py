@@ -244,8 +244,11 @@ def _describe_source(target: str, arch: str, dtype: str, config: Mapping[str, An
 def inspect_target(target: str, *, config: Mapping[str, Any] | None = None,
                    shape: Mapping[str, int] | None = None, dtype: str | None = None,
                    arch: str = "sm_90a", use_cache: bool = True,
-                   command_line: str | None = None) -> StaticInspection:
-    """Compile `target` without a GPU (or take the compile from the cache) and inspect it."""
+                   command_line: str | None = None, line_info: bool = False,
+                   analyse_binary: bool = True) -> StaticInspection:
+    """Compile `target` without a GPU (or take the compile from the cache) and inspect it.
+    With `line_info`, the compile carries line information (a separate cache entry); without
+    `analyse_binary`, only the compile is returned (no kernels: the caller reads the cubin)."""
     from kernelscope.profiler.compile_cache import CacheKey, CompileCache
 
     if arch not in SUPPORTED_ARCHS:
@@ -254,7 +257,8 @@ def inspect_target(target: str, *, config: Mapping[str, Any] | None = None,
     shape_overrides = {k: int(v) for k, v in (shape or {}).items()}
     canonical, source_hash = source_identity(target)
     key = CacheKey(target=canonical, source_hash=source_hash, config=config_overrides,
-                   shape=shape_overrides, dtype=dtype, arch=arch, versions=toolchain_versions())
+                   shape=shape_overrides, dtype=dtype, arch=arch,
+                   versions={**toolchain_versions(), **({"line_info": "1"} if line_info else {})})
     cache = CompileCache()
     entry = cache.load(key) if use_cache and source_hash not in ("unknown", "unlocatable") else None
 
@@ -266,7 +270,7 @@ def inspect_target(target: str, *, config: Mapping[str, Any] | None = None,
         spec = registry.resolve(target)
         resolved_config, resolved_shape, resolved_dtype = _resolve_request(
             spec, config_overrides, shape_overrides, dtype, arch)
-        artifacts = compile_artifacts(spec, resolved_config, resolved_shape, resolved_dtype, arch)
+        artifacts = compile_artifacts(spec, resolved_config, resolved_shape, resolved_dtype, arch, line_info)
         cubin = artifacts.cubin
         meta = {
             "kernel": spec.name,
@@ -286,7 +290,7 @@ def inspect_target(target: str, *, config: Mapping[str, Any] | None = None,
             cache.store(key, cubin, meta)
 
     launches = [LaunchRequest.from_dict(l) for l in meta["artifacts"]["launches"]]
-    kernels = inspect_cubin(
+    kernels = [] if not analyse_binary else inspect_cubin(
         cubin,
         source=_describe_source(target, arch, meta["dtype"], meta["config"], meta["shape"]),
         arch=arch,

@@ -11,6 +11,7 @@ from kernelscope.profiler.compare import Comparison, Verdict
 from kernelscope.profiler.units import format_value
 from kernelscope.rules.diagnosis import Diagnosis
 from kernelscope.rules.findings import Finding
+from kernelscope.rules.line_locations import location_text
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -77,6 +78,8 @@ def print_findings(findings: list[Finding], console: Console, not_evaluated: dic
         head.append(f"  [{f.rule_id}; {impact_text(f)}]", style="dim")
         console.print(head)
         console.print(Text(f"      {f.message}"), overflow="fold")
+        for loc in f.locations:
+            console.print(Text(f"      at: {location_text(loc)}"), overflow="fold")
         console.print(Text(f"      try: {f.hint}", style="dim"), overflow="fold")
         console.print(Text(f"      look at: {f.section}", style="dim"), overflow="fold")
         if f.evidence:
@@ -120,6 +123,8 @@ def findings_markdown(findings: list[Finding], not_evaluated: dict[str, list[str
     for n, f in enumerate(findings, 1):
         lines.append(f"{n}. **{f.severity.upper()}** {f.title} (`{f.rule_id}`, {impact_text(f)})  ")
         lines.append(f"   {f.message}  ")
+        for loc in f.locations:
+            lines.append(f"   _At:_ `{loc['file']}:{loc['line']}` — {100 * loc['share']:.0f}% of {loc['reason']}  ")
         lines.append(f"   _Try:_ {f.hint}  ")
         lines.append(f"   _Look at:_ {f.section}")
         if f.evidence:

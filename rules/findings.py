@@ -40,6 +40,9 @@ class Finding:
     explains: float | None = None
     # Nsight Compute's own rule results on the target that agree (rule, title, speedup, speedup_kind).
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    # Source lines where the finding's samples sit, most first: {file, line, share, reason}
+    # (rules.line_locations); empty when the profile has no per-line records.
+    locations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def severity_rank(self) -> int:
@@ -62,6 +65,7 @@ class Finding:
             "values": [{"name": q.name, "value": q.value, "unit": q.unit, "text": q.text} for q in self.quoted],
             "assumptions": list(self.assumptions),
             "evidence": list(self.evidence),
+            "locations": [dict(x) for x in self.locations],
         }
 
 

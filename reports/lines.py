@@ -1,0 +1,197 @@
+"""Terminal tables of per-line records: `show --lines`, `diff --lines`, `inspect --lines`. Render only."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kernelscope.profiler.line_compare import LineComparison, file_identity, weight
+from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, LineRecord
+
+SOURCE_WIDTH = 64
+SASS_LINES = 5          # lines whose SASS is listed under the table
+SASS_PER_LINE = 4
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _count(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def location(profile: LineProfile, r: LineRecord) -> str:
+    if r.line is None:
+        return f"{r.function} (no line information)"
+    return f"{file_identity(profile, r.file)}:{r.line}"
+
+
+def source_text(profile: LineProfile, r: LineRecord) -> str:
+    if r.line is None:
+        return ""
+    f = profile.files.get(r.file)
+    text = f.line_text(r.line) if f else None
+    if text is None:
+        return "(source not available)"
+    text = text.strip()
+    stale = f is not None and r.line in f.stale_lines
+    text = text if len(text) <= SOURCE_WIDTH else text[: SOURCE_WIDTH - 1] + "…"
+    return ("(may be stale) " if stale else "") + text
+
+
+def top_reasons(r: LineRecord, n: int = 3) -> str:
+    samples = r.samples
+    total = sum(samples.values())
+    if not total:
+        return "-"
+    ordered = sorted(samples.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in ordered)
+
+
+def top_opcodes(r: LineRecord, n: int = 4) -> str:
+    ops = list(r.opcodes().items())
+    shown = " ".join(f"{op}×{c}" for op, c in ops[:n])
+    return shown + (" …" if len(ops) > n else "")
+
+
+def describe_profile(profile: LineProfile) -> list[str]:
+    """Header lines: what was measured, what maps to source, where the source text comes from."""
+    out = []
+    if profile.has_source_counters:
+        out.append(f"{profile.total_samples():,.0f} PC samples; {pct(profile.mapped_sample_share())} on an instruction "
+                   f"with a source line; stall reasons by samples: "
+                   + (", ".join(profile.reasons()[:6]) or "none"))
+    else:
+        out.append(f"{profile.total_instructions():,} SASS instructions in the binary; "
+                   f"{pct(profile.mapped_instruction_share())} with a source line")
+    groups: dict[str, list[str]] = {}
+    for path, f in sorted(profile.files.items()):
+        groups.setdefault(f.status, []).append(f.local_path or path)
+    words = {
+        "same": "source as compiled",
+        "moved": "source found here under another path, same content (matched by hash)",
+        "changed": "changed since it was compiled: lines that differ are marked 'may be stale', the recorded text is shown",
+        "missing": "not found here: the text shown is the one the report imported",
+        "unverified": "the report imported no source: the local file is shown unchecked",
+    }
+    for status, names in groups.items():
+        if status == "missing" and not any(profile.files[p].text for p in profile.files if profile.files[p].status == "missing"):
+            out.append(f"no source text for {', '.join(names)} (not imported into the report, not found here)")
+            continue
+        out.append(f"{', '.join(names)}: {words.get(status, status)}")
+    out.extend(profile.notes)
+    return out
+
+
+def print_line_profile(console: Console, title: str, profile: LineProfile, limit: int = 15,
+                       header: bool = True) -> None:
+    console.print(Text(title, style="bold cyan"), overflow="fold")
+    if header:
+        for line in describe_profile(profile):
+            console.print(f"  [dim]{line}[/dim]", overflow="fold")
+    if not profile.has_line_info:
+        if profile.has_source_counters:
+            print_sass_hot_spots(console, "SASS hot spots (no line information: instructions, not source lines)", profile)
+        return
+    counters = profile.has_source_counters
+    table = Table(show_edge=False, pad_edge=False, title_justify="left",
+                  title="Hottest source lines" + (" (share of PC samples)" if counters else " (share of instructions)"))
+    table.add_column("#", justify="right")
+    table.add_column("Line", no_wrap=True)
+    table.add_column("Share", justify="right")
+    if counters:
+        table.add_column("Stall reasons (of the line's samples)")
+        table.add_column("Executed", justify="right")
+    table.add_column("Instr.", justify="right")
+    table.add_column("Opcodes")
+    table.add_column("Source")
+    hottest = profile.hottest(limit)
+    for n, r in enumerate(hottest, 1):
+        cells = [str(n), location(profile, r), pct(weight(profile, r))]
+        if counters:
+            cells += [top_reasons(r, 2), _count(r.executed)]
+        cells += [str(r.count), top_opcodes(r, 3), source_text(profile, r)]
+        table.add_row(*cells)
+    console.print(table)
+    if counters:
+        print_sass_under(console, profile, hottest[:SASS_LINES])
+
+
+def _inst_row(i: InstructionCounters, total: float) -> str:
+    reasons = sorted(i.samples.items(), key=lambda kv: -kv[1])[:2]
+    why = ", ".join(f"{k} {v:,.0f}" for k, v in reasons)
+    share = f"{100 * i.sample_total / total:5.1f}%" if total else "  n/a"
+    return f"      {share}  /*{i.offset:04x}*/ {i.text}" + (f"   [{why}]" if why else "")
+
+
+def print_sass_under(console: Console, profile: LineProfile, records: list[LineRecord]) -> None:
+    total = profile.total_samples()
+    if not records or not total:
+        return
+    console.print("[bold]SASS under the hottest lines[/bold] [dim](share of all samples, hottest first)[/dim]")
+    for r in records:
+        console.print(f"  {location(profile, r)}", overflow="fold")
+        insts = sorted(r.instructions, key=lambda i: (-i.sample_total, i.offset))[:SASS_PER_LINE]
+        for i in insts:
+            console.print(_inst_row(i, total), overflow="fold", highlight=False)
+
+
+def print_line_comparison(console: Console, c: LineComparison, a_title: str, b_title: str, limit: int = 20) -> None:
+    console.print(Text(f"A {a_title}", style="bold cyan"), overflow="fold")
+    for line in describe_profile(c.a):
+        console.print(f"  [dim]{line}[/dim]", overflow="fold")
+    console.print(Text(f"B {b_title}", style="bold cyan"), overflow="fold")
+    for line in describe_profile(c.b):
+        console.print(f"  [dim]{line}[/dim]", overflow="fold")
+    console.print(Text(c.why, style="bold"))
+    unit = f"share of each kernel's {c.unit}"
+    if c.mode == "per-line":
+        table = Table(show_edge=False, pad_edge=False, title=f"Per source line ({unit})", title_justify="left")
+        table.add_column("Line", no_wrap=True)
+        for col in ("A", "B", "Change"):
+            table.add_column(col, justify="right")
+        table.add_column("A instr.", justify="right")
+        table.add_column("B instr.", justify="right")
+        if c.unit == "samples":
+            table.add_column("A stall reasons")
+            table.add_column("B stall reasons")
+        table.add_column("Source")
+        for row in c.lines[:limit]:
+            side = row.a or row.b
+            profile = c.a if row.a else c.b
+            cells = [f"{row.file}:{row.line}", pct(row.a_share), pct(row.b_share), f"{100 * row.change:+.1f} pp",
+                     str(row.a.count) if row.a else "-", str(row.b.count) if row.b else "-"]
+            if c.unit == "samples":
+                cells += [top_reasons(row.a, 2) if row.a else "-", top_reasons(row.b, 2) if row.b else "-"]
+            cells.append(source_text(profile, side))
+            table.add_row(*cells)
+        console.print(table)
+        return
+    for name, rows, what in (("Per source file", c.files, "file"), ("Per opcode class", c.classes, "class")):
+        table = Table(show_edge=False, pad_edge=False, title=f"{name} ({unit})", title_justify="left")
+        table.add_column(what.capitalize())
+        table.add_column("A", justify="right")
+        table.add_column("B", justify="right")
+        for r in rows[:limit]:
+            table.add_row(r.name, pct(r.a_share) if r.a_share is not None else "-",
+                          pct(r.b_share) if r.b_share is not None else "-")
+        console.print(table)
+    for label, profile in (("A", c.a), ("B", c.b)):
+        if profile.has_line_info:
+            print_line_profile(console, f"{label}: hottest lines", profile, limit=8, header=False)
+        else:
+            print_sass_hot_spots(console, f"{label}: SASS hot spots (no line information)", profile)
+
+
+def print_sass_hot_spots(console: Console, title: str, profile: LineProfile, limit: int = 10) -> None:
+    """The hottest instructions of a kernel that has no line information, labelled as such."""
+    total = profile.total_samples()
+    insts = [i for r in profile.records for i in r.instructions]
+    console.print(Text(title, style="bold cyan"))
+    if not total:
+        console.print("  [dim]no PC samples[/dim]")
+        return
+    for i in sorted(insts, key=lambda i: (-i.sample_total, i.offset))[:limit]:
+        console.print(_inst_row(i, total), overflow="fold", highlight=False)

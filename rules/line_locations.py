@@ -1,0 +1,103 @@
+"""Where a finding's samples sit: the one to three source lines a stall or memory finding points at.
+
+A stall finding (its rule quotes `target.stall_<reason>`) is located at the lines with the most
+PC samples of that reason; a memory finding at the lines whose instructions of the memory kind it
+is about (shared, global, TMA, local) hold the most samples. The share is of all such samples of
+the kernel. Nothing is located without per-line records, without line information, or when the
+samples of that kind are too few to say (never a guess).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kernelscope.profiler.line_compare import file_identity
+from kernelscope.profiler.sass_lines import opcode_class
+from kernelscope.profiler.source_lines import LineProfile
+from kernelscope.rules.findings import Finding
+
+MAX_LOCATIONS = 3
+MIN_SHARE = 0.05            # a line below this share of the samples is not named
+MIN_SAMPLES = 20            # fewer samples of the kind than this: too few to locate
+_STALL_QUOTE = re.compile(r"\bstall_(\w+)$")
+_AGGREGATES = {"sum", "max", "all"}
+# Memory findings by the kind of instruction they are about.
+MEMORY_CLASSES = {
+    "shared-bank-conflicts": ("shared",),
+    "stall-mio-throttle": ("shared",),
+    "l1-returns-vs-reference": ("global",),
+    "memory-throughput-below-reference": ("global", "tma"),
+    "tma-share-below-reference": ("tma", "global"),
+    "tma-share-above-reference": ("tma",),
+    "local-memory-spills": ("local",),
+}
+_CLASS_WORDS = {"shared": "shared-memory", "global": "global-memory", "tma": "TMA", "local": "local-memory"}
+
+
+def stall_reason(finding: Finding) -> str | None:
+    """The stall reason a finding is about: the first `*.stall_<reason>` it quotes, or its id."""
+    for q in finding.quoted:
+        m = _STALL_QUOTE.search(q.name)
+        if m and m.group(1) not in _AGGREGATES:
+            return m.group(1)
+    if finding.rule_id.startswith("stall-"):
+        return finding.rule_id[len("stall-"):].replace("-", "_")
+    return None
+
+
+def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label: str) -> list[dict]:
+    if total < MIN_SAMPLES:
+        return []
+    out = []
+    for key, n in sorted(per_line.items(), key=lambda kv: -kv[1])[:MAX_LOCATIONS]:
+        share = n / total
+        if share < MIN_SHARE:
+            break
+        path, line = key
+        f = profile.files.get(path)
+        out.append({"file": file_identity(profile, path), "line": line, "share": share, "reason": label,
+                    "recorded_file": path, "stale": bool(f and line in f.stale_lines)})
+    return out
+
+
+def locate_stall(profile: LineProfile, reason: str) -> list[dict]:
+    per_line: dict[tuple, float] = {}
+    total = 0.0
+    for r in profile.records:
+        n = r.samples.get(reason, 0.0)
+        total += n
+        if r.line is not None and n:
+            per_line[(r.file, r.line)] = per_line.get((r.file, r.line), 0.0) + n
+    return _top(profile, per_line, total, f"{reason} samples")
+
+
+def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
+    per_line: dict[tuple, float] = {}
+    total = 0.0
+    for r in profile.records:
+        for i in r.instructions:
+            if opcode_class(i.base_opcode) not in classes:
+                continue
+            total += i.sample_total
+            if r.line is not None:
+                per_line[(r.file, r.line)] = per_line.get((r.file, r.line), 0.0) + i.sample_total
+    words = " and ".join(_CLASS_WORDS.get(c, c) for c in classes)
+    return _top(profile, per_line, total, f"samples on {words} instructions")
+
+
+def attach_locations(findings: list[Finding], profile: LineProfile | None) -> list[Finding]:
+    """Fill `locations` of the stall and memory findings from the target's per-line records."""
+    if profile is None or not profile.has_source_counters or not profile.has_line_info:
+        return findings
+    for f in findings:
+        reason = stall_reason(f)
+        located = locate_stall(profile, reason) if reason else []
+        if not located and f.rule_id in MEMORY_CLASSES:
+            located = locate_memory(profile, MEMORY_CLASSES[f.rule_id])
+        f.locations = located
+    return findings
+
+
+def location_text(loc: dict) -> str:
+    stale = " (may be stale: the file changed since profiling)" if loc.get("stale") else ""
+    return f"{loc['file']}:{loc['line']} — {100 * loc['share']:.0f}% of {loc['reason']}{stale}"

@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from kernelscope.errors import UserError
+
 
 FORMATS = ("table", "json")
 # Views that a compile can fill (in part); throughput, memory and stalls need a run.
@@ -75,11 +77,60 @@ def _print_inspection(console, inspection, catalog) -> None:
         console.print()
 
 
-def _inspect(target, config, shape, dtype, arch, no_cache):
+def _inspect(target, config, shape, dtype, arch, no_cache, line_info=False):
     from kernelscope.profiler.static import inspect_target
 
+    # Per-line listings read the cubin themselves: the resource analysis is skipped for them.
     return inspect_target(target, config=config, shape=shape, dtype=dtype, arch=arch,
-                          use_cache=not no_cache, command_line=_command_line())
+                          use_cache=not no_cache, command_line=_command_line(), line_info=line_info,
+                          analyse_binary=not line_info)
+
+
+def _line_profiles(inspection, no_cache):
+    """Per-line records of each kernel of a compile; one clear error when it carries no line information."""
+    from kernelscope.profiler.static_lines import static_line_profiles
+
+    profiles = static_line_profiles(inspection.cubin, None, use_cache=not no_cache)
+    if not any(p.has_line_info for p in profiles.values()):
+        raise UserError(f"{inspection.kernel}: the compile carries no line information "
+                        "(the DSL reads CUTE_DSL_LINEINFO once per process: run inspect --lines in a fresh one)")
+    return list(profiles.values())
+
+
+def _inspect_lines(first, second, fmt, top, no_cache):
+    from kernelscope.profiler.line_compare import compare_lines
+    from kernelscope.reports import lines as line_view
+    from kernelscope.reports import structured
+    from kernelscope.reports.terminal import make_console
+
+    a = _line_profiles(first, no_cache)
+    b = _line_profiles(second, no_cache) if second else None
+    if fmt == "json":
+        doc = {"schema": "kernelscope.inspect-lines", "schema_version": 1, "a": _summary(first, False),
+               "a_lines": [p.to_dict() for p in a]}
+        if b is not None:
+            doc["b"] = _summary(second, False)
+            doc["b_lines"] = [p.to_dict() for p in b]
+            doc["comparisons"] = [compare_lines(x, y).to_dict(top) for x, y in zip(a, b)]
+        sys.stdout.write(structured.dumps(doc))
+        return
+    console = make_console()
+    note = "compile-only: shares are of the instructions in the binary, not of executed time"
+    if b is None:
+        for index, lp in enumerate(a):
+            console.print(f"[dim]{note}; {'compile taken from the cache' if first.from_cache else 'compiled now'}[/dim]")
+            line_view.print_line_profile(console, f"[{index}] {lp.kernel}", lp, limit=top)
+            console.print()
+        return
+    if len(a) != len(b):
+        click.echo(f"note: A compiled to {len(a)} kernels, B to {len(b)}; comparing the first "
+                   f"{min(len(a), len(b))} by position", err=True)
+    settings = lambda i: ", ".join(f"{k}={v}" for k, v in i.config.items())  # noqa: E731
+    for x, y in zip(a, b):
+        console.print(f"[dim]{note}[/dim]")
+        line_view.print_line_comparison(console, compare_lines(x, y), f"{x.kernel} ({settings(first)})",
+                                        f"{y.kernel} ({settings(second)})", limit=top)
+        console.print()
 
 
 @click.command()
@@ -98,7 +149,11 @@ def _inspect(target, config, shape, dtype, arch, no_cache):
               help="Write the cubin and each kernel's SASS listing into this folder.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds this request.")
-def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache):
+@click.option("--lines", "lines", is_flag=True,
+              help="Compile with line information and group each kernel's SASS by Python file:line, heaviest first "
+                   "(with --vs-config: the two configs line by line).")
+@click.option("--top", "top", default=20, show_default=True, help="Lines to list with --lines.")
+def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache, lines, top):
     """Compile TARGET for ARCH without a GPU and report its registers, spills, shared memory,
     barriers, SASS instruction histogram and whether the opcodes it declares are present.
 
@@ -116,10 +171,10 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
 
     config = parse_config(configs)
     shape = parse_shape(shape) if shape else {}
-    first = _inspect(target, config, shape, dtype, arch, no_cache)
+    first = _inspect(target, config, shape, dtype, arch, no_cache, lines)
     second = None
     if vs_configs:
-        second = _inspect(target, parse_config(vs_configs, "--vs-config"), shape, dtype, arch, no_cache)
+        second = _inspect(target, parse_config(vs_configs, "--vs-config"), shape, dtype, arch, no_cache, lines)
 
     if sass_dir:
         written = _save(first, sass_dir, "_A" if second else "")
@@ -129,6 +184,9 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
 
     catalog = load_catalog()
     titles = {v: catalog.views[v].title for v in STATIC_VIEWS}
+    if lines:
+        # The per-line listing replaces the resource tables (and their expected-opcode check).
+        return _inspect_lines(first, second, fmt, top, no_cache)
     if second is None:
         if fmt == "json":
             entries = [(p, readings(p, catalog, STATIC_VIEWS)) for p in first.profiles]
@@ -168,8 +226,8 @@ def _save(inspection, folder, label):
     return save_sass(inspection, folder, label)
 
 
-def _summary(inspection) -> dict:
-    return {
+def _summary(inspection, expected: bool = True) -> dict:
+    d = {
         "target": inspection.target,
         "kernel": inspection.kernel,
         "arch": inspection.arch,
@@ -180,6 +238,10 @@ def _summary(inspection) -> dict:
         "expected_sass_missing": inspection.missing_expected,
         "from_cache": inspection.from_cache,
     }
+    if not expected:
+        # Not checked: a per-line listing skips the binary's resource analysis.
+        del d["expected_sass_missing"]
+    return d
 
 
 def register(group: click.Group) -> None:

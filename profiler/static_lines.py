@@ -55,9 +55,13 @@ def sass_with_lines(cubin: bytes, use_cache: bool = True) -> dict[str, list[Sass
     return listing
 
 
-def static_line_profiles(cubin: bytes, kernel_names: list[str], use_cache: bool = True) -> dict[str, LineProfile]:
-    """A LineProfile per kernel function of the cubin (instruction counts only: nothing ran)."""
+def static_line_profiles(cubin: bytes, kernel_names: list[str] | None = None,
+                         use_cache: bool = True) -> dict[str, LineProfile]:
+    """A LineProfile per kernel function of the cubin (default: every function of the listing),
+    instruction counts only: nothing ran."""
     listing = sass_with_lines(cubin, use_cache)
+    if kernel_names is None:
+        kernel_names = list(listing)
     out: dict[str, LineProfile] = {}
     texts: dict[str, str | None] = {}
     for name in kernel_names:

@@ -35,7 +35,7 @@ def source_text(profile: LineProfile, r: LineRecord) -> str:
     text = f.line_text(r.line) if f else None
     if text is None:
         return "(source not available)"
-    text = text.strip()
+    text = text.strip() or "(blank line: the compiler's location for the block above)"
     stale = f is not None and r.line in f.stale_lines
     text = text if len(text) <= SOURCE_WIDTH else text[: SOURCE_WIDTH - 1] + "…"
     return ("(may be stale) " if stale else "") + text

@@ -15,7 +15,7 @@ from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, 
 EXECUTED_METRIC = "inst_executed"
 SAMPLE_METRIC = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+)$")
 
-NO_SOURCE_COUNTERS = ("the report holds no per-instruction metrics (profile with the SourceCounters section: "
+NO_SOURCE_COUNTERS = ("the report holds no per-instruction stall samples (profile with the SourceCounters section: "
                       "`kernelscope profile` collects it by default, or ncu --section SourceCounters)")
 NO_LINE_INFO = ("no instruction maps to a source line: the kernel was compiled without line information "
                 "(CuTe DSL: CUTE_DSL_LINEINFO=1, `kernelscope profile` does it by default; CUDA C++: nvcc -lineinfo)")
@@ -39,7 +39,8 @@ def lines_from_action(action: Any, kernel: str) -> LineProfile:
             if per_pc:
                 samples[m.group(1)] = per_pc
     pcs = sorted(set(executed).union(*samples.values()) if samples else executed)
-    if not pcs:
+    if not samples:
+        # Executed counts alone (some sections give them) say nothing about where time goes.
         profile = LineProfile(kernel=kernel, origin="ncu", has_source_counters=False)
         profile.notes.append(NO_SOURCE_COUNTERS)
         return profile

@@ -226,7 +226,9 @@ class LineProfile:
             return d
 
         def record(r: LineRecord) -> dict[str, Any]:
-            ordered = sorted(r.instructions, key=lambda i: (-i.sample_total, -(i.executed or 0), i.offset))
+            # Placeholders read back from a document (offset -1) carry totals, not instructions.
+            ordered = sorted((i for i in r.instructions if i.offset >= 0),
+                             key=lambda i: (-i.sample_total, -(i.executed or 0), i.offset))
             d: dict[str, Any] = {"file": r.file, "line": r.line, "instructions": r.count, "opcodes": r.opcodes(),
                                  "classes": r.classes()}
             if r.line is None:
@@ -236,7 +238,7 @@ class LineProfile:
                 d["samples"] = {k: v for k, v in sorted(r.samples.items()) if v}
                 d["sample_total"] = r.sample_total
             d["sass"] = [inst(i) for i in ordered[:sass_per_line]]
-            d["sass_left_out"] = max(0, r.count - sass_per_line)
+            d["sass_left_out"] = r.count - len(d["sass"])
             return d
 
         return {

@@ -1,0 +1,247 @@
+"""Per-line records: the nvdisasm -g parser, line information leaving the SASS unchanged, and the
+line view of the H100 reports made with line information and SourceCounters (tests/fixtures/README.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kernelscope.cli.main import _register, cli
+from kernelscope.profiler import ncu
+from kernelscope.profiler.line_compare import compare_lines
+from kernelscope.profiler.report_lines import locate_source
+from kernelscope.profiler.sass_lines import opcode_class, parse_nvdisasm_lines
+from kernelscope.profiler.source_lines import LineProfile, sha256_text
+from kernelscope.profiler.sources import load_profiles
+from kernelscope.profiler.static import find_cuda_tool
+
+_register()
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parent.parent
+GEMM = "h100-gemm-vs-cublas-4096.lines.ncu-rep"
+FLASH = "h100-flash_attn-vs-fa4.lines.ncu-rep"
+
+LISTING = """\
+\t.section\t.text.my_kernel,"ax",@progbits
+my_kernel:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+\t//## File "/src/k.py", line 12
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/              @!P0 HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT ;
+\t//## File "/src/k.py", line 14
+        /*0030*/                   EXIT ;
+\t.section\t.text.other,"ax",@progbits
+        /*0000*/                   BRA 0x0 ;
+"""
+
+
+def run(*args, **kw):
+    return CliRunner().invoke(cli, [str(a) for a in args], **kw)
+
+
+def test_nvdisasm_listing_is_parsed_per_function_with_lines():
+    fns = parse_nvdisasm_lines(LISTING)
+    assert list(fns) == ["my_kernel", "other"]
+    k = fns["my_kernel"]
+    assert [(i.offset, i.base_opcode, i.file, i.line) for i in k] == [
+        (0x0, "LDC", None, None), (0x10, "S2R", "/src/k.py", 12), (0x20, "HGMMA", "/src/k.py", 12),
+        (0x30, "EXIT", "/src/k.py", 14)]
+    assert k[2].opcode == "HGMMA.64x128x16.F32.BF16" and k[2].text.startswith("@!P0 HGMMA")
+    # A line applies within its function only.
+    assert fns["other"][0].line is None
+
+
+def test_opcode_classes():
+    assert [opcode_class(op) for op in ("HGMMA", "LDSM", "SYNCS", "BAR", "IMAD", "UIADD3", "R2UR", "UTMALDG", "MUFU")] == [
+        "tensor", "shared", "sync", "sync", "integer", "uniform", "uniform", "tma", "sfu"]
+
+
+# ----------------------------------------------------------------------------- line information and SASS
+
+def _compile_cubin(name: str, lines: bool, tmp_path: Path) -> bytes:
+    """The cubin of a fresh compile (fresh process: the DSL reads CUTE_DSL_LINEINFO once)."""
+    out = tmp_path / ("lines" if lines else "plain")
+    env = dict(os.environ, KERNELSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    for var in ("CUTE_DSL_ARCH", "CUTE_DSL_DUMP_DIR", "CUTE_DSL_LINEINFO"):
+        env.pop(var, None)
+    code = ("import sys; from kernelscope.profiler.static import inspect_target; "
+            f"i = inspect_target({name!r}, line_info={lines}, analyse_binary=False); "
+            "open(sys.argv[1], 'wb').write(i.cubin)")
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True, env=env, cwd=tmp_path, capture_output=True)
+    return out.read_bytes()
+
+
+def _tool(name: str, cubin: bytes, tmp_path: Path, *args: str) -> str:
+    path = tmp_path / "x.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([find_cuda_tool(name), *args, str(path)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("name", ["gemm", "gemm_mma", "gemm_rmsnorm", "flash_attn", "rmsnorm"])
+def test_line_information_changes_no_sass_instruction(name, tmp_path):
+    plain = _compile_cubin(name, False, tmp_path)
+    lined = _compile_cubin(name, True, tmp_path)
+    sass_plain = _tool("cuobjdump", plain, tmp_path, "--dump-sass")
+    sass_lined = _tool("cuobjdump", lined, tmp_path, "--dump-sass")
+    assert re.search(r"/\*0000\*/", sass_plain)
+    assert sass_plain == sass_lined          # every instruction, address and encoding alike
+    assert plain != lined                    # ... while the binaries differ: the debug sections
+    assert "//## File" not in _tool("nvdisasm", plain, tmp_path, "-g", "-c")
+    assert f"kernels/{name}.py\", line" in _tool("nvdisasm", lined, tmp_path, "-g", "-c")
+
+
+def test_profile_compiles_with_line_information_by_default(tmp_path):
+    seen = tmp_path / "env.txt"
+    fake = tmp_path / "ncu"
+    # Only the profiling call (not --version, --query-metrics) records what the worker would see.
+    fake.write_text(f'#!/bin/sh\ncase "$*" in *--export*) echo "LINEINFO=$CUTE_DSL_LINEINFO" > "{seen}";; esac\nexit 0\n')
+    fake.chmod(0o755)
+    req = ncu.ProfileRequest(target="rmsnorm", reference="", shape={"M": 64, "N": 4096}, dtype="bfloat16",
+                             config={}, report_path=str(tmp_path / "r.ncu-rep"))
+    with pytest.raises(Exception):
+        ncu.run_profile(req, ncu=str(fake))   # nothing is captured by the fake
+    assert seen.read_text().strip() == "LINEINFO=1"
+    req.line_info = False
+    with pytest.raises(Exception):
+        ncu.run_profile(req, ncu=str(fake))
+    assert seen.read_text().strip() == "LINEINFO="
+
+
+# ----------------------------------------------------------------------------- reports with line information
+
+def _lines(fixture_file, name):
+    return load_profiles(fixture_file(name), group_nvtx_prefix="ks:", lines=True)
+
+
+def test_every_sample_of_the_cute_kernels_maps_to_a_line(fixture_file):
+    target, reference = _lines(fixture_file, GEMM)
+    t = target.source_lines
+    assert t.has_source_counters and t.has_line_info and t.mapped_sample_share() == 1.0
+    # The per-line samples add up to the per-instruction total, none lost or counted twice.
+    assert t.total_samples() == sum(sum(i.sample_total for i in r.instructions) for r in t.records) > 10_000
+    hottest = t.hottest(1)[0]
+    assert hottest.file.endswith("kernels/gemm.py") and hottest.opcodes() == {"WARPGROUP": 1}
+    assert "warpgroup.wait_group" in t.files[hottest.file].line_text(hottest.line)
+    # cuBLAS carries no line information: nothing is attributed to a line.
+    r = reference.source_lines
+    assert r.has_source_counters and not r.has_line_info and r.mapped_sample_share() == 0.0
+    assert any("without line information" in n for n in r.notes)
+
+
+def test_show_lines_lists_hot_lines_and_their_sass(fixture_file):
+    result = run("show", fixture_file(GEMM), "--lines", "--group-nvtx", "ks:", "--top", "5")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert re.search(r"kernels/gemm\.py:\d+\s+│\s+4\d\.\d%\s+│\s+barrier 100%", out)
+    assert "SASS under the hottest lines" in out and "WARPGROUP.DEPBAR" in out
+    assert "SASS hot spots (no line information" in out     # the cuBLAS side, labelled
+
+
+def test_recorded_sources_are_matched_by_content(fixture_file, tmp_path):
+    (target, _) = _lines(fixture_file, GEMM)
+    recorded = next(p for p in target.source_lines.files if p.endswith("kernels/gemm.py"))
+    text = target.source_lines.files[recorded].text
+    local = (REPO / "kernels" / "gemm.py").read_text()
+    expected = "moved" if sha256_text(local) == sha256_text(text) else "changed"
+    assert target.source_lines.files[recorded].status == expected
+    # Another tree holding the same text: found there; one line edited: that line is stale.
+    root = tmp_path / "tree"
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "gemm.py").write_text(text)
+    same = locate_source(recorded, text, roots=[root])
+    assert same.status == "moved" and same.local_path.endswith("kernels/gemm.py") and same.stale_lines == []
+    edited = text.splitlines()
+    edited[319] = edited[319] + "  # edited"
+    (root / "kernels" / "gemm.py").write_text("\n".join(edited) + "\n")
+    changed = locate_source(recorded, text, roots=[root])
+    assert changed.status == "changed" and changed.stale_lines == [320]
+    assert locate_source(recorded, text, roots=[tmp_path / "empty"]).status == "missing"
+    assert locate_source("/nowhere/k.py", None, roots=[tmp_path]).status == "missing"
+
+
+def test_diff_lines_of_different_sources_compares_files_and_classes(fixture_file):
+    result = run("diff", f"{fixture_file(FLASH)}:@0", f"{fixture_file(FLASH)}:@1", "--lines", "--top", "5")
+    assert result.exit_code == 0, result.output
+    assert "A and B come from different source files: compared per source file and opcode class" in result.output
+    assert "cute/softmax.py" in result.output and "kernels/flash_attn.py" in result.output
+    gemm = run("diff", fixture_file(GEMM), "--lines")
+    assert "B has no line information: compared per source file and opcode class, not per line" in gemm.output
+
+
+def test_diff_lines_joins_one_source_per_line(fixture_file):
+    (a, _) = _lines(fixture_file, GEMM)
+    (b, _) = _lines(fixture_file, GEMM)
+    c = compare_lines(a.source_lines, b.source_lines)
+    assert c.mode == "per-line" and c.unit == "samples"
+    assert all(row.change == 0 for row in c.lines) and abs(sum(r.a_share for r in c.lines) - 1.0) < 1e-9
+
+
+def test_findings_name_the_lines_where_their_samples_sit(fixture_file, tmp_path):
+    sarif = tmp_path / "f.sarif"
+    result = run("diff", fixture_file(GEMM), "--format", "json", "--sarif", sarif)
+    assert result.exit_code == 0, result.output
+    findings = {f["rule"]: f for f in json.loads(result.output)["findings"]}
+    (loc,) = findings["stall-barrier"]["locations"]
+    assert loc["file"].endswith("kernels/gemm.py") and loc["reason"] == "barrier samples"
+    # The share is recomputed here from the per-instruction samples.
+    (target, _) = _lines(fixture_file, GEMM)
+    records = target.source_lines.records
+    total = sum(r.samples.get("barrier", 0) for r in records)
+    at = sum(r.samples.get("barrier", 0) for r in records if r.line == loc["line"] and r.file == loc["recorded_file"])
+    assert loc["share"] == pytest.approx(at / total) and loc["share"] > 0.9
+    doc = json.loads(sarif.read_text())
+    (res,) = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "stall-barrier"]
+    region = res["locations"][0]["physicalLocation"]
+    assert region["region"]["startLine"] == loc["line"] and region["artifactLocation"]["uri"] == loc["file"]
+    gh = run("diff", fixture_file(GEMM), "--github")
+    line = next(x for x in gh.output.splitlines() if x.startswith("::warning file="))
+    assert line.startswith(f"::warning file={loc['file']},line={loc['line']},title=Warps mostly wait at barriers::")
+
+
+def test_lines_json_round_trips_and_is_versioned(fixture_file, tmp_path):
+    result = run("show", fixture_file(FLASH), "--lines", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    lines = doc["kernels"][0]["lines"]
+    assert lines["schema"] == "kernelscope.lines" and lines["schema_version"] == 1
+    assert lines["mapped_sample_share"] == 1.0 and lines["lines"][0]["sample_total"] > 0
+    path = tmp_path / "lines.json"
+    path.write_text(result.output)
+    back = load_profiles(path)[0].source_lines
+    original = load_profiles(fixture_file(FLASH), lines=True)[0].source_lines
+    assert back.total_samples() == pytest.approx(original.total_samples())
+    assert back.total_instructions() == original.total_instructions()
+    assert [r.key for r in back.hottest(5)] == [r.key for r in original.hottest(5)]
+    again = run("show", path, "--lines", "--format", "json")
+    assert json.loads(again.output)["kernels"][0]["lines"]["lines"][:3] == lines["lines"][:3]
+    with pytest.raises(ValueError, match="version"):
+        LineProfile.from_dict({**lines, "schema_version": 99})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["show", "@quick", "--lines"], "no per-instruction stall samples (profile with the SourceCounters section"),
+    (["show", "@showjson", "--lines"], "no per-line records for"),
+])
+def test_bad_inputs_are_one_line(args, message, fixture_file, tmp_path):
+    quick = fixture_file("h200-gemm-vs-cublas-4096.quick.ncu-rep")
+    showjson = tmp_path / "plain.json"
+    showjson.write_text(run("show", quick, "--format", "json").output)
+    args = [{"@quick": quick, "@showjson": showjson}.get(a, a) for a in args]
+    result = subprocess.run([sys.executable, "-m", "kernelscope", *map(str, args)], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_kernel_without_line_information_is_a_note_not_an_attribution(fixture_file):
+    result = run("show", fixture_file("h200-gemm-mma-ldsm.ncu-rep"), "--lines", "-k", "@0")
+    assert result.exit_code == 0, result.output
+    assert "compiled without line information" in result.output
+    assert "SASS hot spots (no line information: instructions, not source lines)" in result.output
+    assert "Hottest source lines" not in result.output

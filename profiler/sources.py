@@ -35,10 +35,10 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lin
     return load_report(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines)
 
 
-def load_profile_run(path: str | Path) -> tuple[KernelProfile | None, KernelProfile | None, list[KernelProfile]]:
+def load_profile_run(path: str | Path, lines: bool = False) -> tuple[KernelProfile | None, KernelProfile | None, list[KernelProfile]]:
     """A report made by `profile`: (target, reference, every profile), launches merged by the
     worker's `ks:` NVTX ranges; target or reference is None where its range holds no launch."""
-    profiles = load_profiles(path, group_nvtx_prefix=NVTX_PREFIX)
+    profiles = load_profiles(path, group_nvtx_prefix=NVTX_PREFIX, lines=lines)
     by_name = {p.name: p for p in profiles}
     return by_name.get(TARGET_RANGE), by_name.get(REFERENCE_RANGE), profiles
 

@@ -69,6 +69,9 @@ def findings_html(findings: list[dict[str, Any]] | None) -> str:
         cards.append(
             f"<div class=\"finding sev-{escape(sev)}\"><div class=\"fhead\"><span class=\"badge\">{escape(sev)}</span> "
             f"<b>{escape(f.get('title'))}</b></div><p>{escape(f.get('message'))}</p>"
+            + "".join(f"<p class=\"at\">at <code>{escape(loc.get('file'))}:{escape(loc.get('line'))}</code> — "
+                      f"{100 * float(loc.get('share') or 0):.0f}% of {escape(loc.get('reason'))}</p>"
+                      for loc in f.get("locations") or [])
             + (f"<p class=\"hint\">Try: {escape(f.get('hint'))}</p>" if f.get("hint") else "")
             + (f"<details><summary>numbers quoted</summary><ul class=\"values\">{values}</ul></details>" if values else "")
             + "".join(f"<p class=\"dim\">assumed: {escape(a)}</p>" for a in f.get("assumptions") or [])

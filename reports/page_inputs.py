@@ -19,7 +19,9 @@ from kernelscope.reports.findings import diagnosis_json
 from kernelscope.reports.gate_output import GATE_SCHEMA
 from kernelscope.reports.html import Page
 from kernelscope.reports.structured import DIFF_SCHEMA
+from kernelscope.reports.html_source import source_view
 from kernelscope.rules.diagnosis import diagnose
+from kernelscope.rules.line_locations import attach_locations
 
 MAX_KERNELS = 8   # more kernels than this make an unreadable page: narrow with :REGEX
 
@@ -53,19 +55,38 @@ def _is_sweep(doc: object) -> bool:
 
 def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> dict:
     """The diagnosis of a pair, as the diff document holds it."""
-    return diagnosis_json(diagnose(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog))
+    result = diagnose(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
+    attach_locations(result.findings, a.source_lines)
+    return diagnosis_json(result)
 
 
 def _pair_page(a, b, options):
     catalog = load_catalog(options.catalog_files)
     comparison = compare(a, b, catalog)
     doc = structured.diff_document(comparison, _findings(a, b, options.rule_files, options.disabled, catalog))
-    return html_pages.comparison_page(doc, (a, b), title=options.title)
+    page = html_pages.comparison_page(doc, (a, b), title=options.title)
+    _add_source_view(page, [("A: " + a.name, a), ("B: " + b.name, b)])
+    return page
+
+
+def _add_source_view(page, sides) -> None:
+    """The source view block, for the kernels whose report holds per-line records."""
+    shown = [(label, p.source_lines) for label, p in sides
+             if p.source_lines is not None and (p.source_lines.has_source_counters or p.source_lines.origin == "static")]
+    if any(lp.has_line_info for _, lp in shown):
+        page.blocks.insert(1, ("Source lines", source_view([(label[:90], lp) for label, lp in shown])))
+    elif shown:
+        page.notes.append("No source view: no instruction maps to a source line (compile with line information: "
+                          "`kernelscope profile` does by default).")
 
 
 def _profiles_page(profiles, source, options):
     if len(profiles) == 2:
         return _pair_page(profiles[0], profiles[1], options)
+    if len(profiles) == 1:
+        page = html_pages.profiles_page(profiles, source, catalog=load_catalog(options.catalog_files), title=options.title)
+        _add_source_view(page, [(profiles[0].name, profiles[0])])
+        return page
     if len(profiles) > MAX_KERNELS:
         names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:4])
         raise UserError(f"{source} holds {len(profiles)} kernels ({names}, ...); a page shows at most {MAX_KERNELS}: "
@@ -79,7 +100,7 @@ def build_page(inputs: tuple[str, ...], options: PageOptions | None = None) -> P
     options = options or PageOptions()
     title = options.title
     if len(inputs) == 2:
-        return _pair_page(resolve_one(inputs[0], "A"), resolve_one(inputs[1], "B"), options)
+        return _pair_page(resolve_one(inputs[0], "A", lines=True), resolve_one(inputs[1], "B", lines=True), options)
     spec = inputs[0]
     path, selector = split_spec(spec)
     if not Path(path).exists():
@@ -102,7 +123,7 @@ def build_page(inputs: tuple[str, ...], options: PageOptions | None = None) -> P
         page = _profile_run_page(path, _sidecar_of(path), options)
         if page is not None:
             return page
-    profiles = select_profiles(load_profiles(path), selector, path)
+    profiles = select_profiles(load_profiles(path, lines=True), selector, path)
     return _profiles_page(profiles, path, options)
 
 
@@ -138,7 +159,7 @@ def _profile_run_page(report: str, sidecar: dict | None, options: PageOptions):
     """Target against reference from a `profile` report: launches grouped by their NVTX ranges.
 
     None when the report was not made by `profile` (no target range in it)."""
-    target, reference, _ = load_profile_run(report)
+    target, reference, _ = load_profile_run(report, lines=True)
     if target is None:
         if sidecar is not None:
             raise UserError(f"{report}: no launch of the target was captured")
@@ -153,6 +174,7 @@ def _profile_run_page(report: str, sidecar: dict | None, options: PageOptions):
                                                                   *_rest(options)))
     else:
         page = html_pages.profiles_page([target], report, title=options.title or _short(name))
+        _add_source_view(page, [(name, target)])
     facts = []
     if request.get("shape"):
         facts.append("shape " + ", ".join(f"{k}={v}" for k, v in request["shape"].items()))

@@ -49,7 +49,7 @@ def test_readme_command_runs(command, tmp_path):
             pytest.skip("needs a GPU")
     # Outputs the commands write (report.html, gate.md, plots/, ...) land in a scratch folder.
     for i, arg in enumerate(argv):
-        if not (ROOT / arg).exists() and re.search(r"\.(html|md|xml|json)$|/$", arg) and i > 2:
+        if not (ROOT / arg).exists() and re.search(r"\.(html|md|xml|json|sarif)$|/$", arg) and i > 2:
             argv[i] = str(tmp_path / arg)
     proc = subprocess.run([sys.executable, "-m", "kernelscope", *argv[1:]], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "COLUMNS": "160"})

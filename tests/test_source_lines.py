@@ -245,3 +245,19 @@ def test_kernel_without_line_information_is_a_note_not_an_attribution(fixture_fi
     assert "compiled without line information" in result.output
     assert "SASS hot spots (no line information: instructions, not source lines)" in result.output
     assert "Hottest source lines" not in result.output
+
+
+def test_html_page_has_a_source_view_with_heat_per_reason(fixture_file):
+    from kernelscope.reports.page_inputs import build_page
+    from kernelscope.reports import html
+
+    text = html.render(build_page((str(fixture_file(GEMM)),)))
+    section = text.split('<section id="source-lines">', 1)[1].split("</section>", 1)[0]
+    head = section.split("</thead>", 1)[0]
+    assert "<th>All</th>" in head and "barrier" in head and "long_scoreboard" in head
+    row = next(r for r in section.split("<tr>") if "warpgroup.wait_group" in r and r.startswith("<td>320</td>"))
+    cells = re.findall(r'<td class="heat"[^>]*>([\d.]*)</td>', row)
+    reasons = re.findall(r"<th title=\"share of this reason's samples\">(\w+)</th>", head)
+    assert float(cells[1 + reasons.index("barrier")]) > 90          # the line holds most barrier samples
+    assert "100.0% on instructions without line information" in section and "compiled without line information" in section
+    assert "at <code>kernels/gemm.py:320</code>" in text              # the located finding

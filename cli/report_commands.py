@@ -10,7 +10,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import evaluate, load_catalog
 from kernelscope.profiler.compare import MetricReading, compare, readings
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
+from kernelscope.profiler.selection import lines_for, resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
 from kernelscope.rules.diagnosis import diagnose
@@ -81,7 +81,8 @@ def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files)
 def _show_lines(path: str, selector: str | None, fmt: str, group_nvtx: str | None, top: int) -> None:
     from kernelscope.reports import lines as line_view
 
-    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx, lines=True), selector, path)
+    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx, lines=lines_for(selector, group_nvtx)),
+                               selector, path)
     require_lines(profiles, path)
     if fmt == "json":
         entries = [(p, {}) for p in profiles]
@@ -140,7 +141,7 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
 
     if b is None:
         path, selector = split_spec(a)
-        profiles = select_profiles(load_profiles(path, lines=True), selector, path)
+        profiles = select_profiles(load_profiles(path, lines=lines_for(selector)), selector, path)
         if len(profiles) != 2:
             raise UserError(f"diff with one report needs exactly two kernels there; {path} has {len(profiles)} matching (give A and B)")
         first, second = profiles

@@ -19,7 +19,7 @@ import struct
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.merge import group_by_nvtx, merge_profiles  # noqa: F401  (re-exported)
@@ -80,14 +80,15 @@ def load_report(
     path: str | os.PathLike,
     *,
     group_nvtx_prefix: str | None = None,
-    lines: bool = False,
+    lines: "bool | Callable[[KernelProfile], bool]" = False,
 ) -> list[KernelProfile]:
     """One KernelProfile per profiled kernel launch, in report order.
 
     With `group_nvtx_prefix`, launches inside an NVTX push/pop range whose name starts
     with the prefix are merged into one profile per range (kind "nvtx-range"); launches
     outside such ranges stay single. With `lines`, each profile also gets its per-source-line
-    records (`source_lines`).
+    records (`source_lines`); a predicate instead of True picks the launches that get them
+    (reading a kernel's SASS costs a disassembly).
     """
     path = Path(path)
     if path.suffix == ".xz":
@@ -110,7 +111,7 @@ def load_report(
         for action_index in range(report_range.num_actions()):
             action = report_range.action_by_idx(action_index)
             profile = _profile_from_action(action, str(path), len(profiles), session)
-            if lines:
+            if lines is True or (callable(lines) and lines(profile)):
                 from kernelscope.profiler.report_lines import lines_from_action
 
                 profile.source_lines = lines_from_action(action, profile.name)

@@ -64,11 +64,27 @@ def select_profiles(profiles: list[KernelProfile], selector: str | None, where: 
     return select(profiles, selector, what=where)
 
 
+def lines_for(selector: str | None, group_nvtx: str | None = None):
+    """Which launches of a report get per-line records: the selected ones (each costs a
+    disassembly); all of them when launches are grouped by NVTX range."""
+    if selector is None or group_nvtx:
+        return True
+    if m := _INDEX.match(selector):
+        index = int(m.group(1))
+        return lambda p: p.index == index
+    try:
+        regex = re.compile(selector)
+    except re.error:
+        return True   # select_profiles reports the bad regex
+    return lambda p: bool(regex.search(p.name) or regex.search(p.demangled_name)
+                          or any(regex.search(r) for r in p.nvtx_ranges))
+
+
 def resolve_one(spec: str, role: str, lines: bool = False) -> KernelProfile:
     """The one kernel `FILE[:SELECTOR]` names; a UserError listing them when it names several.
     With `lines`, it carries its per-line records where the input has them."""
     path, selector = split_spec(spec)
-    profiles = select_profiles(load_profiles(path, lines=lines), selector, path)
+    profiles = select_profiles(load_profiles(path, lines=lines_for(selector) if lines else False), selector, path)
     if len(profiles) != 1:
         names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])
         more = f", ... ({len(profiles)} in all)" if len(profiles) > 6 else ""

@@ -15,7 +15,7 @@ SHOW_SCHEMA = "kernelscope.show"
 SHOW_SCHEMA_VERSION = 1
 
 
-def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lines: bool = False) -> list[KernelProfile]:
+def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lines=False) -> list[KernelProfile]:
     """Profiles from a .ncu-rep or a kernelscope JSON file, either one possibly .xz-compressed.
     With `lines`, each gets its per-source-line records where the input holds them."""
     path = Path(path)

@@ -18,6 +18,7 @@ from kernelscope.profiler.sources import load_profile_run
 from kernelscope.reports.findings import print_findings
 from kernelscope.reports.terminal import make_console, print_comparison, print_show
 from kernelscope.rules.engine import evaluate_all
+from kernelscope.rules.line_locations import attach_locations
 
 KEY_METRICS = (
     ("gpu__time_duration.sum", "ncu ns"),
@@ -29,9 +30,9 @@ KEY_METRICS = (
 )
 
 
-def _load_pair(report_path: str, has_reference: bool):
+def _load_pair(report_path: str, has_reference: bool, lines: bool = False):
     """(target, reference) of a report made by `profile`; a UserError when a range is empty."""
-    target, reference, _ = load_profile_run(report_path)
+    target, reference, _ = load_profile_run(report_path, lines=lines)
     if target is None:
         raise UserError(f"{report_path}: no launch of the target was captured (report kept)", exit_code=3)
     if has_reference and reference is None:
@@ -68,7 +69,7 @@ def print_key_metrics(report_path: str) -> None:
 
 def print_profile_diff(report_path: str, has_reference: bool) -> None:
     console = make_console()
-    target_profile, ref_profile = _load_pair(report_path, has_reference)
+    target_profile, ref_profile = _load_pair(report_path, has_reference, lines=True)
     console.print(f"captured: target {target_profile.launches} launch(es)"
                   + (f", reference {ref_profile.launches} launch(es)" if ref_profile else ""))
     if ref_profile is not None:
@@ -84,6 +85,7 @@ def print_profile_diff(report_path: str, has_reference: bool) -> None:
 def _print_findings(target_profile, ref_profile, console) -> None:
     """The rule findings for the target (against its reference when there is one)."""
     rules = evaluate_all(target_profile, ref_profile)
+    attach_locations(rules.findings, target_profile.source_lines)
     print_findings(rules.findings, console, rules.not_evaluated)
 
 

@@ -261,3 +261,27 @@ def test_html_page_has_a_source_view_with_heat_per_reason(fixture_file):
     assert float(cells[1 + reasons.index("barrier")]) > 90          # the line holds most barrier samples
     assert "100.0% on instructions without line information" in section and "compiled without line information" in section
     assert "at <code>kernels/gemm.py:320</code>" in text              # the located finding
+
+
+def test_memory_findings_are_located_by_instruction_kind_or_not_at_all(fixture_file):
+    from kernelscope.profiler.sass_lines import opcode_class
+    from kernelscope.rules import line_locations
+    from kernelscope.rules.findings import Finding
+
+    (target, _) = _lines(fixture_file, GEMM)
+    lp = target.source_lines
+
+    def samples_on(kind, record=None):
+        recs = [record] if record else lp.records
+        return sum(i.sample_total for r in recs for i in r.instructions if opcode_class(i.base_opcode) == kind)
+
+    located = line_locations.locate_memory(lp, ("sync",))
+    assert 1 <= len(located) <= 3
+    for loc in located:
+        rec = next(r for r in lp.records if r.file == loc["recorded_file"] and r.line == loc["line"])
+        assert loc["share"] == pytest.approx(samples_on("sync", rec) / samples_on("sync"))
+    # Too few samples on TMA instructions to say where they sit: no location rather than a guess.
+    assert samples_on("tma") < line_locations.MIN_SAMPLES
+    finding = Finding(rule_id="tma-share-above-reference", title="t", severity="info", compares="reference",
+                      message="m", hint="h", section="s", impact=None, rule_file="builtin")
+    assert line_locations.attach_locations([finding], lp)[0].locations == []

@@ -21,7 +21,7 @@ _PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
 
 
 @dataclass(frozen=True)
-class SassInstruction:
+class LinedInstruction:
     """One instruction of a function's SASS and the source line it came from (None: none given)."""
 
     function: str
@@ -36,9 +36,9 @@ class SassInstruction:
         return self.opcode.split(".", 1)[0]
 
 
-def parse_nvdisasm_lines(text: str) -> dict[str, list[SassInstruction]]:
+def parse_nvdisasm_lines(text: str) -> dict[str, list[LinedInstruction]]:
     """`nvdisasm -g -c` output -> instructions per function, in address order."""
-    out: dict[str, list[SassInstruction]] = {}
+    out: dict[str, list[LinedInstruction]] = {}
     function: str | None = None
     where: tuple[str, int] | None = None
     for raw in text.splitlines():
@@ -60,13 +60,13 @@ def parse_nvdisasm_lines(text: str) -> dict[str, list[SassInstruction]]:
         opcode = _PREDICATE.sub("", body).split(" ", 1)[0]
         if not opcode or not opcode[0].isalpha():
             continue
-        out[function].append(SassInstruction(
+        out[function].append(LinedInstruction(
             function=function, offset=int(m.group(1), 16), opcode=opcode, text=body,
             file=where[0] if where else None, line=where[1] if where else None))
     return out
 
 
-def disassemble_with_lines(cubin: bytes, nvdisasm: str) -> dict[str, list[SassInstruction]]:
+def disassemble_with_lines(cubin: bytes, nvdisasm: str) -> dict[str, list[LinedInstruction]]:
     """Run `nvdisasm -g -c` on a cubin; raises RuntimeError with nvdisasm's last line on failure."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
@@ -78,7 +78,7 @@ def disassemble_with_lines(cubin: bytes, nvdisasm: str) -> dict[str, list[SassIn
     return parse_nvdisasm_lines(r.stdout)
 
 
-def has_line_info(instructions: list[SassInstruction]) -> bool:
+def has_line_info(instructions: list[LinedInstruction]) -> bool:
     return any(i.line is not None for i in instructions)
 
 

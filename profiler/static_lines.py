@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.report_lines import locate_source
-from kernelscope.profiler.sass_lines import SassInstruction, disassemble_with_lines
+from kernelscope.profiler.sass_lines import LinedInstruction, disassemble_with_lines
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile
 
 LISTING_FORMAT = 1
@@ -27,13 +27,13 @@ def _listing_path(cubin: bytes) -> Path:
     return cache_root() / "sass-lines" / f"{digest}.v{LISTING_FORMAT}.json"
 
 
-def sass_with_lines(cubin: bytes, use_cache: bool = True) -> dict[str, list[SassInstruction]]:
+def sass_with_lines(cubin: bytes, use_cache: bool = True) -> dict[str, list[LinedInstruction]]:
     """Instructions per function with their source lines, from the cache or from nvdisasm."""
     path = _listing_path(cubin)
     if use_cache and path.is_file():
         try:
             raw = json.loads(path.read_text())
-            return {fn: [SassInstruction(fn, *row) for row in rows] for fn, rows in raw.items()}
+            return {fn: [LinedInstruction(fn, *row) for row in rows] for fn, rows in raw.items()}
         except (OSError, ValueError, TypeError):
             pass   # a damaged entry is rebuilt below
     from kernelscope.profiler.static import find_cuda_tool

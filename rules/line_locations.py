@@ -30,6 +30,10 @@ MEMORY_CLASSES = {
     "tma-share-below-reference": ("tma", "global"),
     "tma-share-above-reference": ("tma",),
     "local-memory-spills": ("local",),
+    "uncoalesced-global-access": ("global",),
+    "narrow-global-access": ("global",),
+    "atomic-contention": ("global",),
+    "dram-traffic-vs-reference": ("global", "tma"),
 }
 _CLASS_WORDS = {"shared": "shared-memory", "global": "global-memory", "tma": "TMA", "local": "local-memory"}
 

@@ -128,11 +128,9 @@ def compare_lines(a: LineProfile, b: LineProfile) -> LineComparison:
     rows: dict[tuple[str, int], LineRow] = {}
 
     def share(p: LineProfile, r: LineRecord) -> float:
-        if use_samples:
-            total = p.total_samples()
-            return r.sample_total / total if total else 0.0
-        total = p.total_instructions()
-        return r.count / total if total else 0.0
+        # Both sides in one unit: samples only when both have them.
+        total = p.total_samples() if use_samples else p.total_instructions()
+        return (r.sample_total if use_samples else r.count) / total if total else 0.0
 
     for side, p in (("a", a), ("b", b)):
         for r in p.mapped:

@@ -172,15 +172,6 @@ class LineProfile:
         ordered = sorted(pool, key=weight)
         return ordered[:limit] if limit else ordered
 
-    def by_file(self) -> dict[str, LineRecord]:
-        """One aggregate record per source file (unmapped instructions per function)."""
-        out: dict[str, LineRecord] = {}
-        for r in self.records:
-            name = r.file if r.line is not None else f"{r.function} (no line information)"
-            agg = out.setdefault(name, LineRecord(file=name, line=0))
-            agg.instructions.extend(r.instructions)
-        return out
-
     # ----------------------------------------------------------------- building
 
     @classmethod

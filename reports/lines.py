@@ -68,18 +68,17 @@ def describe_profile(profile: LineProfile) -> list[str]:
                    f"{pct(profile.mapped_instruction_share())} with a source line")
     groups: dict[str, list[str]] = {}
     for path, f in sorted(profile.files.items()):
-        groups.setdefault(f.status, []).append(f.local_path or path)
+        status = f.status if f.status != "missing" or f.text else "no-text"
+        groups.setdefault(status, []).append(f.local_path or path)
     words = {
         "same": "source as compiled",
         "moved": "source found here under another path, same content (matched by hash)",
         "changed": "changed since it was compiled: lines that differ are marked 'may be stale', the recorded text is shown",
         "missing": "not found here: the text shown is the one the report imported",
         "unverified": "the report imported no source: the local file is shown unchecked",
+        "no-text": "no source text (not imported into the report, not found here)",
     }
     for status, names in groups.items():
-        if status == "missing" and not any(profile.files[p].text for p in profile.files if profile.files[p].status == "missing"):
-            out.append(f"no source text for {', '.join(names)} (not imported into the report, not found here)")
-            continue
         out.append(f"{', '.join(names)}: {words.get(status, status)}")
     out.extend(profile.notes)
     return out

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from kernelscope.profiler.sass_lines import opcode_class
+from kernelscope.toolchain.sass_lines import opcode_class
 from kernelscope.profiler.source_lines import LineProfile, LineRecord
 
 

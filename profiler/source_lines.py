@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from kernelscope.profiler.sass_lines import opcode_class
+from kernelscope.toolchain.sass_lines import opcode_class
 
 LINES_SCHEMA = "kernelscope.lines"
 LINES_SCHEMA_VERSION = 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.report_lines import locate_source
-from kernelscope.profiler.sass_lines import LinedInstruction, disassemble_with_lines
+from kernelscope.toolchain.sass_lines import LinedInstruction, disassemble_with_lines
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile
 
 LISTING_FORMAT = 1
@@ -36,7 +36,7 @@ def sass_with_lines(cubin: bytes, use_cache: bool = True) -> dict[str, list[Line
             return {fn: [LinedInstruction(fn, *row) for row in rows] for fn, rows in raw.items()}
         except (OSError, ValueError, TypeError):
             pass   # a damaged entry is rebuilt below
-    from kernelscope.profiler.static import find_cuda_tool
+    from kernelscope.toolchain.tools import find_cuda_tool
 
     try:
         listing = disassemble_with_lines(cubin, find_cuda_tool("nvdisasm"))

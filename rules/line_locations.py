@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kernelscope.profiler.line_compare import file_identity
-from kernelscope.profiler.sass_lines import opcode_class
+from kernelscope.toolchain.sass_lines import opcode_class
 from kernelscope.profiler.source_lines import LineProfile
 from kernelscope.rules.findings import Finding
 

@@ -17,10 +17,10 @@ from kernelscope.cli.main import _register, cli
 from kernelscope.profiler import ncu
 from kernelscope.profiler.line_compare import compare_lines
 from kernelscope.profiler.report_lines import locate_source
-from kernelscope.profiler.sass_lines import opcode_class, parse_nvdisasm_lines
+from kernelscope.toolchain.sass_lines import opcode_class, parse_nvdisasm_lines
 from kernelscope.profiler.source_lines import LineProfile, sha256_text
 from kernelscope.profiler.sources import load_profiles
-from kernelscope.profiler.static import find_cuda_tool
+from kernelscope.toolchain.tools import find_cuda_tool
 
 _register()
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -264,7 +264,7 @@ def test_html_page_has_a_source_view_with_heat_per_reason(fixture_file):
 
 
 def test_memory_findings_are_located_by_instruction_kind_or_not_at_all(fixture_file):
-    from kernelscope.profiler.sass_lines import opcode_class
+    from kernelscope.toolchain.sass_lines import opcode_class
     from kernelscope.rules import line_locations
     from kernelscope.rules.findings import Finding
 

@@ -4,7 +4,7 @@ A cubin compiled with line information (CuTe DSL: `CUTE_DSL_LINEINFO=1` or the
 `GenerateLineInfo` option) carries `.debug_line`; `nvdisasm -g` prints
 `//## File "path", line N` above the instructions that line produced. This module parses that
 listing and classifies opcodes; it depends on nothing else in kernelscope, so it sits with the
-other CUDA-tool parsing (the caller hands it the nvdisasm path).
+other CUDA-tool parsing in the toolchain layer (the caller hands it the nvdisasm path).
 """
 
 from __future__ import annotations

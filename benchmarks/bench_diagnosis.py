@@ -221,12 +221,12 @@ def parse_each_report_once():
     import functools
     from unittest import mock
 
-    from kernelscope.cli import report_commands
-    loader = getattr(report_commands, "load_profiles", None)
+    from kernelscope.api import selection
+    loader = getattr(selection, "load_profiles", None)
     if loader is None:  # the command loads reports some other way: run it as it is
         yield
         return
-    with mock.patch.object(report_commands, "load_profiles", functools.lru_cache(maxsize=None)(loader)):
+    with mock.patch.object(selection, "load_profiles", functools.lru_cache(maxsize=None)(loader)):
         yield
 
 

@@ -68,11 +68,10 @@ def demo(ctx, skip_inspect):
 
 def verdict_sentence(report: Path, regex_a: str, regex_b: str, label_a: str, label_b: str) -> str:
     """'the shipped GEMM is 1.6% slower than cuBLAS ...; the main reason: ...', from the recorded report."""
-    from kernelscope.cli.report_commands import resolve_one
+    from kernelscope import api
     from kernelscope.reports.findings import reason_text
-    from kernelscope.rules.diagnosis import diagnose
 
-    result = diagnose(resolve_one(f"{report}:{regex_a}", "A"), resolve_one(f"{report}:{regex_b}", "B"))
+    result = api.evaluate(f"{report}:{regex_a}", f"{report}:{regex_b}").diagnosis
     v = result.verdict
     if v is None or not v.known:
         return f"{label_a} vs {label_b}: durations not recorded."

@@ -38,6 +38,7 @@ _COMMAND_MODULES = (
     "demo_command",      # demo (recorded reports + compile-only, no GPU)
     "gate_commands",     # baseline save, gate
     "html_command",      # report (self-contained HTML, PNG plots)
+    "mcp_command",       # mcp (Model Context Protocol server for agents)
 )
 
 

@@ -15,13 +15,18 @@ from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
 from kernelscope.rules.diagnosis import diagnose
 
-FORMATS = ("table", "json", "csv", "markdown")
+FORMATS = ("table", "json", "csv", "markdown", "brief")
 DETAIL_LIMIT = 8  # beyond this many kernels, the table format summarises
 
 
 def _catalog_option(f):
     return click.option("--catalog", "catalog_files", multiple=True, type=click.Path(dir_okay=False),
                         help="Extra catalog TOML file(s) adding or overriding metric entries.")(f)
+
+
+def _tokens_option(f):
+    return click.option("--tokens", default=400, show_default=True, type=click.IntRange(min=40), metavar="N",
+                        help="Token budget of --format brief (about 4 characters per token; at least 40).")(f)
 
 
 def _emit(text: str) -> None:
@@ -41,7 +46,8 @@ def _emit(text: str) -> None:
                    "instructions and their SASS (needs SourceCounters; line information for Python lines).")
 @click.option("--top", "top", default=15, show_default=True, help="Lines to list with --lines.")
 @_catalog_option
-def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files):
+@_tokens_option
+def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files, tokens):
     """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
 
     REPORT may carry a selector: FILE.ncu-rep:REGEX or FILE.ncu-rep:@INDEX. When more
@@ -70,6 +76,10 @@ def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files)
     titles = {v: catalog.views[v].title for v in view_names}
     if fmt == "json":
         _emit(structured.dumps(structured.show_document(path, entries, titles)))
+    elif fmt == "brief":
+        from kernelscope.api.digest import digest
+
+        _emit(digest(structured.show_document(path, entries, titles), tokens=tokens))
     elif fmt == "csv":
         _emit(structured.show_csv(entries))
     elif fmt == "markdown":
@@ -129,7 +139,8 @@ def require_lines(profiles: list[KernelProfile], path: str) -> None:
               help="Also print GitHub Actions annotations (::warning file=...,line=...) for findings located at lines.")
 @click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None,
               help="Write the findings located at lines as a SARIF 2.1.0 file.")
-def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path):
+@_tokens_option
+def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path, tokens):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 
     A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
@@ -173,6 +184,10 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
             extra["lines"] = {"comparison": line_comparison.to_dict(top),
                               "a": first.source_lines.to_dict(), "b": second.source_lines.to_dict()}
         _emit(structured.dumps(structured.diff_document(comparison, extra)))
+    elif fmt == "brief":
+        from kernelscope.api.digest import digest
+
+        _emit(digest(structured.diff_document(comparison, findings.diagnosis_json(result)), tokens=tokens))
     elif line_comparison is not None:
         from kernelscope.reports import lines as line_view
 

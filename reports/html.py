@@ -148,7 +148,23 @@ def render(page: Page) -> str:
         f"<title>{escape(page.title)} — kernelscope</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{escape(page.title)}</h1><p class=\"subtitle\">{escape(page.subtitle)}</p>",
+        *_sections(page),
     ]
+    out.append(f"<footer>kernelscope {escape(__version__)}. A metric a report did not hold reads {NOT_COLLECTED}, never 0.</footer>")
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+def fragment(page: Page, *, with_plots: bool = True) -> str:
+    """The page's sections as one <div> to embed (a notebook cell): no document, no style
+    sheet, no script; the same findings, tables and inline SVG plots as the page."""
+    body = "\n".join(_sections(page, with_plots=with_plots))
+    return (f"<div class=\"kernelscope\"><h3>{escape(page.title)}</h3><p><i>{escape(page.subtitle)}</i></p>\n{body}\n"
+            f"<p><small>kernelscope {escape(__version__)}; {NOT_COLLECTED} marks a metric that was not collected.</small></p></div>")
+
+
+def _sections(page: Page, *, with_plots: bool = True) -> list[str]:
+    out: list[str] = []
     if page.lead:
         out.append(f"<section id=\"summary\">{page.lead}</section>")
     if page.findings is not None:
@@ -157,7 +173,7 @@ def render(page: Page) -> str:
             names = ", ".join(f"{rule} ({', '.join(missing) or 'data missing'})" for rule, missing in page.rules_not_evaluated.items())
             skipped = f"<p class=\"dim\">Not evaluated (metrics not collected): {escape(names)}</p>"
         out.append(f"<section id=\"findings\"><h2>Findings</h2>{findings_html(page.findings)}{skipped}</section>")
-    if page.plots:
+    if page.plots and with_plots:
         figs = "".join(
             f"<figure id=\"plot-{escape(p.name)}\">{plots.to_svg(p.figure, p.name)}<figcaption>{escape(p.caption)}</figcaption></figure>"
             for p in page.plots
@@ -166,12 +182,10 @@ def render(page: Page) -> str:
     if page.notes:
         notes = "".join(f"<li>{escape(n)}</li>" for n in dict.fromkeys(page.notes))
         out.append(f"<section id=\"notes\"><h2>Notes</h2><ul class=\"notes\">{notes}</ul></section>")
-    for heading, fragment in page.blocks:
+    for heading, block in page.blocks:
         anchor = "".join(c if c.isalnum() else "-" for c in heading.lower()).strip("-")
-        out.append(f"<section id=\"{escape(anchor)}\"><h2>{escape(heading)}</h2>{fragment}</section>")
-    out.append(f"<footer>kernelscope {escape(__version__)}. A metric a report did not hold reads {NOT_COLLECTED}, never 0.</footer>")
-    out.append("</body></html>\n")
-    return "\n".join(out)
+        out.append(f"<section id=\"{escape(anchor)}\"><h2>{escape(heading)}</h2>{block}</section>")
+    return out
 
 
 def write_pngs(page: Page, directory: str | Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""The layering the imports obey: toolchain -> kernels -> profiler -> rules -> gate -> reports -> cli.
+"""The layering the imports obey: toolchain -> kernels -> profiler -> rules -> gate -> reports -> api -> cli.
 
 Each package imports only packages to its left (and `kernelscope.errors`, the package's
 version, which sit beneath all of them). Every import statement of every module counts,
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("toolchain", "kernels", "profiler", "rules", "gate", "reports", "cli")
+LAYERS = ("toolchain", "kernels", "profiler", "rules", "gate", "reports", "api", "cli")
 # Modules of the root package every layer may use.
 BENEATH_ALL = {"kernelscope", "kernelscope.errors"}
 

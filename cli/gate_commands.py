@@ -9,26 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import click
 
+from kernelscope.api.gating import DEFAULT_GPU_SUITE, DEFAULT_STATIC_SUITE
 from kernelscope.errors import UserError
-
-DEFAULT_GPU_SUITE = "suites/gpu.toml"
-DEFAULT_STATIC_SUITE = "suites/static.toml"
-
-
-def _find_suite(path: str) -> str:
-    """A suite path as given, else relative to the kernelscope source tree (editable installs)."""
-    if os.path.isfile(path):
-        return path
-    import kernelscope
-
-    candidate = Path(kernelscope.__file__).resolve().parent / path
-    if not os.path.isabs(path) and candidate.is_file():
-        return str(candidate)
-    raise UserError(f"{path}: no such suite file")
 
 
 def _progress(quiet: bool):
@@ -101,21 +86,16 @@ def baseline_save(suite_path, report_path, output, force, static_only, keep_repo
     """Run the suite and write a baseline: per case the timing samples, the ncu counters (when
     the suite asks), the compile-only facts and the environment. Written atomically; an
     existing file is replaced only with --force."""
-    from kernelscope.gate.baseline import document_from_report, save_baseline
-    from kernelscope.gate.runner import run_suite
-    from kernelscope.gate.suite import load_suite
+    from kernelscope.api.gating import baseline as measure_baseline
 
     if os.path.exists(output) and not force:
         raise UserError(f"{output} exists: pass --force to replace it")
     if report_path and suite_path:
         raise UserError("give --suite or --report, not both")
-    if report_path:
-        doc = document_from_report(report_path)
-    else:
-        suite = load_suite(_find_suite(suite_path or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)))
-        doc = run_suite(suite, static_only=static_only, use_cache=not no_cache, keep_reports=keep_reports,
-                        progress=_progress(quiet))
-    path = save_baseline(doc, output, force=force)
+    result = measure_baseline(suite=suite_path, report=report_path, static_only=static_only, use_cache=not no_cache,
+                              keep_reports=keep_reports, progress=_progress(quiet))
+    doc = result.to_dict()
+    path = result.save(output, force=force)
     gpu = (doc["environment"].get("gpu") or {}).get("name")
     click.echo(f"kernelscope: wrote {doc['kind']} baseline of {len(doc['cases'])} cases to {path}"
                + (f" ({gpu})" if gpu else ""), err=True)
@@ -158,43 +138,20 @@ def gate(baseline_path, suite_path, report_path, static_only, accept_inconclusiv
     3 inconclusive (different GPU, clocks, driver, ncu or toolchain; a metric missing on one
     side; too noisy to tell): --accept-inconclusive makes that 0.
     """
-    from kernelscope.gate.baseline import align_report_to_baseline, document_from_report, load_baseline, save_baseline
-    from kernelscope.gate.policy import COUNTERS, STATIC, MetricRule, Policy
-    from kernelscope.gate.runner import run_suite
-    from kernelscope.gate.suite import load_suite
-    from kernelscope.gate.verdicts import gate as judge
+    from kernelscope.api.gating import gate_against
+    from kernelscope.gate.baseline import save_baseline
     from kernelscope.reports import gate_output as out
 
     if suite_path and report_path:
         raise UserError("give --suite or --report, not both")
-    base = load_baseline(baseline_path)
-    suite = None
-    if report_path:
-        current = align_report_to_baseline(document_from_report(report_path), base)
-        if not current["cases"]:
-            raise UserError(f"{report_path}: no kernel of the report matches a case of {baseline_path}")
-        mode, families, source = "report", [COUNTERS], report_path
-    else:
-        recorded = (base.get("suite") or {}).get("path")
-        chosen = suite_path or recorded or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)
-        suite = load_suite(_find_suite(chosen))
-        static_only = static_only or base.get("kind") == "static" or suite.static_only
-        current = run_suite(suite, static_only=static_only, use_cache=not no_cache, progress=_progress(quiet))
-        mode, source = "suite", suite.path
-        families = [STATIC] if static_only else None
+    gated = gate_against(baseline_path, suite=suite_path, report=report_path, static_only=static_only,
+                         accept_inconclusive=accept_inconclusive, min_effect=min_effect, alpha=alpha,
+                         rules=[_parse_rule(p, s) for p, s in rules], use_cache=not no_cache,
+                         progress=_progress(quiet))
     if save_run:
-        save_baseline(current, save_run, force=True)
-
-    extra = list(suite.rules) if suite is not None else []
-    if min_effect is not None:
-        extra.append(MetricRule("timing:*", min_effect=min_effect))
-    if alpha is not None:
-        if not 0 < alpha < 1:
-            raise UserError("--alpha must lie between 0 and 1")
-        extra.append(MetricRule("timing:*", alpha=alpha))
-    extra += [_parse_rule(p, s) for p, s in rules]
-    policy = Policy(accept_inconclusive=accept_inconclusive).with_rules(extra)
-    result = judge(base, current, policy, mode=mode, families=families)
+        save_baseline(gated.current.to_dict(), save_run, force=True)
+    result = gated.result
+    suite_file = gated.source if gated.mode == "suite" else None
 
     out.print_gate(result, verbose=verbose)
     if markdown_path:
@@ -203,13 +160,12 @@ def gate(baseline_path, suite_path, report_path, static_only, accept_inconclusiv
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary and summary != markdown_path:
             _write(summary, out.gate_markdown(result, verbose=verbose) + "\n", "step summary", append=True)
-        for line in out.github_annotations(result, file=suite.path if suite is not None else None):
+        for line in out.github_annotations(result, file=suite_file):
             click.echo(line)
     if junit_path:
         _write(junit_path, out.gate_junit(result), "JUnit XML")
     if json_path:
-        _write(json_path, out.dumps(out.gate_document(result, baseline_path=baseline_path, source=source)),
-               "JSON verdicts")
+        _write(json_path, gated.to_json(), "JSON verdicts")
     sys.exit(result.exit_code)
 
 

@@ -70,7 +70,7 @@ def kernel(spec: KernelLike, role: str = "kernel"):
     if isinstance(spec, Profiles):
         return only(spec.profiles, spec.source, role)
     if isinstance(spec, (str, os.PathLike)):
-        _, profiles = load_spec(os.fspath(spec))
+        _, profiles = load_spec(os.fspath(spec), lines=True)
         return only(profiles, os.fspath(spec), role)
     raise TypeError(f"{role}: expected a path spec, KernelProfile, Profiles or Inspection, not {type(spec).__name__}")
 
@@ -89,7 +89,7 @@ def diff(a: KernelLike, b: KernelLike | None = None, *, views: Sequence[str] | N
 
     if b is None:
         if isinstance(a, (str, os.PathLike)):
-            where, profiles = load_spec(os.fspath(a))
+            where, profiles = load_spec(os.fspath(a), lines=True)
         elif isinstance(a, Profiles):
             where, profiles = a.source, a.profiles
         else:

@@ -28,12 +28,13 @@ def only(profiles: list[KernelProfile], where: str, role: str = "") -> KernelPro
     return profiles[0]
 
 
-def load_spec(spec: str, *, group_nvtx: str | None = None) -> tuple[str, list[KernelProfile]]:
+def load_spec(spec: str, *, group_nvtx: str | None = None, lines: bool = False) -> tuple[str, list[KernelProfile]]:
     """(path, profiles) for `FILE`, `FILE:REGEX` or `FILE:@INDEX`."""
     from kernelscope.profiler.selection import split_spec
 
     from kernelscope.profiler.selection import lines_for
 
     path, selector = split_spec(spec)
-    profiles = load_profiles(path, group_nvtx_prefix=group_nvtx, lines=lines_for(selector, group_nvtx))
+    # Per-line records cost a disassembly per kernel: only where asked, for the selected kernels.
+    profiles = load_profiles(path, group_nvtx_prefix=group_nvtx, lines=lines_for(selector, group_nvtx) if lines else False)
     return path, pick(profiles, selector, path)

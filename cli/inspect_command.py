@@ -153,7 +153,9 @@ def _inspect_lines(first, second, fmt, top, no_cache):
               help="Compile with line information and group each kernel's SASS by Python file:line, heaviest first "
                    "(with --vs-config: the two configs line by line).")
 @click.option("--top", "top", default=20, show_default=True, help="Lines to list with --lines.")
-def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache, lines, top):
+@click.option("--executed", "executed", default=None, metavar="REPORT[:REGEX|:@INDEX]",
+              help="A profile of this kernel: its executed-instruction counts laid over the SASS histogram.")
+def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache, lines, top, executed):
     """Compile TARGET for ARCH without a GPU and report its registers, spills, shared memory,
     barriers, SASS instruction histogram and whether the opcodes it declares are present.
 
@@ -190,11 +192,19 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
     if second is None:
         if fmt == "json":
             entries = [(p, readings(p, catalog, STATIC_VIEWS)) for p in first.profiles]
+            extra = {"inspect": _summary(first)}
+            if executed:
+                extra["executed"] = [r.to_dict() for r in _heat(first, executed)[0].rows]
             doc = structured.show_document(first.profiles[0].source if first.profiles else target,
-                                           entries, titles, extra={"inspect": _summary(first)})
+                                           entries, titles, extra=extra)
             sys.stdout.write(structured.dumps(doc))
         else:
             _print_inspection(make_console(), first, catalog)
+            if executed:
+                from kernelscope.reports.terminal import print_heat
+
+                heat, static_name, profile_name = _heat(first, executed)
+                print_heat(make_console(), heat, static_name, profile_name)
     else:
         pairs = list(zip(first.profiles, second.profiles))
         if len(first.profiles) != len(second.profiles):
@@ -218,6 +228,20 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
     if problems:
         click.echo("kernelscope: expected opcodes missing from the SASS: " + "; ".join(problems), err=True)
         sys.exit(EXIT_EXPECTED_SASS_MISSING)
+
+
+def _heat(inspection, spec: str):
+    """(HeatMap, static kernel name, profile name): the profile's executed counts over the SASS."""
+    from kernelscope.profiler.hot_instructions import join
+    from kernelscope.profiler.selection import resolve_one
+
+    profile = resolve_one(spec, "--executed")
+    if not profile.instruction_mix:
+        raise UserError(f"--executed {spec}: the profile holds no per-opcode instruction counts "
+                        "(collect sass__inst_executed_per_opcode: --set quick or full)")
+    kernels = [k for k in inspection.kernels if k.profile.name == profile.name] or inspection.kernels[:1]
+    static = kernels[0].profile
+    return join(static.instruction_mix, profile.instruction_mix), static.name, profile.name
 
 
 def _save(inspection, folder, label):

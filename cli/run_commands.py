@@ -2,7 +2,8 @@
 
 TARGET is a registered name (`kernelscope run rmsnorm`) or `path/to/file.py:NAME` for a
 kernel defined in the user's own file. Exit codes: 0 success; 1 `run` found the output
-wrong; 2 a usage or input error; 3 the GPU, ncu or the profiled process failed.
+wrong; 2 a usage or input error; 3 the GPU, ncu or the profiled process failed. `run` also exits 1
+when the target's timing failed a check (SUSPECT: docs/timing-checks.md).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def _print_run(console, result, do_bench_ms: float | None) -> None:
     from rich.table import Table
 
     from kernelscope.profiler.assignments import format_config, format_shape
+    from kernelscope.reports.terminal import print_timing_checks
 
     console.print(f"[bold]{result.target}[/bold] vs [bold]{result.reference or '(no reference)'}[/bold]  "
                   f"shape {format_shape(result.shape)}  {result.dtype}  config {format_config(result.config)}  "
@@ -111,6 +113,9 @@ def _print_run(console, result, do_bench_ms: float | None) -> None:
     if sp is not None:
         word = "faster" if sp >= 1 else "slower"
         console.print(f"  target is {sp:.3f}x the reference's speed ({word}; reference time / target time)")
+    for side in (result.target_side, result.reference_side):
+        if side is not None and side.timing is not None:
+            print_timing_checks(console, side.name, side.timing.checks)
     if result.peaks is not None:
         p = result.peaks
         console.print(f"  peaks ({'cached' if p.cached else 'measured now'} {p.measured_at}): copy "
@@ -151,8 +156,11 @@ def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
 @click.option("--no-flush", is_flag=True, help="Do not flush L2 between launches.")
 @click.option("--no-peaks", is_flag=True, help="Do not measure the device's copy/matmul peaks.")
 @click.option("--do-bench", is_flag=True, help="Also time the target with triton.testing.do_bench and print both.")
+@click.option("--fresh-inputs", is_flag=True, help="New input values before every launch (outside the timed events).")
+@click.option("--ncu-check", is_flag=True, help="Also profile the target once under ncu: its clock must agree with the events.")
 @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False), help="Write the results as JSON.")
-def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no_peaks, do_bench, json_path):
+def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no_peaks, do_bench, fresh_inputs,
+            ncu_check, json_path):
     """Check TARGET against an fp32 reference, then time it and its reference."""
     from kernelscope.profiler import measure
     from kernelscope.reports.terminal import make_console
@@ -166,7 +174,11 @@ def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no
     for shape in shape_list:
         config = spec.config_for(shape, dtype, overrides)
         result = measure.run_target(spec, ref, shape, dtype, config, seed=seed, arch=arch, rep_ms=rep_ms,
-                                    flush_l2=not no_flush, peaks=not no_peaks)
+                                    flush_l2=not no_flush, peaks=not no_peaks, fresh_inputs=fresh_inputs)
+        if ncu_check:
+            from kernelscope.cli.cross_check import cross_check
+
+            cross_check(spec, target, shape, dtype, config, seed, arch, result.target_side.timing, result.peaks)
         db = _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) if do_bench else None
         _print_run(console, result, db)
         d = result.to_dict()
@@ -174,7 +186,8 @@ def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no
             d["do_bench_median_ms"] = db
         results.append(d)
         c = result.target_side.correctness
-        failed = failed or (c is not None and not c.ok)
+        suspect = result.target_side.timing is not None and result.target_side.timing.checks.suspect
+        failed = failed or (c is not None and not c.ok) or suspect
     if json_path:
         with open(json_path, "w") as f:
             json.dump(results, f, indent=1, default=str)
@@ -280,8 +293,9 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, s
 @click.option("--seed", default=0, show_default=True)
 @click.option("--arch", default="sm_90a", show_default=True)
 @click.option("--rep-ms", default=100.0, show_default=True)
+@click.option("--fresh-inputs", is_flag=True, help="New input values before every launch (outside the timed events).")
 @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False))
-def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed, arch, rep_ms, json_path):
+def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed, arch, rep_ms, fresh_inputs, json_path):
     """Time every combination of config values; invalid ones are listed, not fatal."""
     from rich.table import Table
 
@@ -299,8 +313,10 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
     combos = measure.combinations(space, spec.default_config)
     console = make_console()
     console.print(f"sweeping {len(combos)} config(s) of {spec.name} at {format_shape(shape_list[0])} {dtype}")
+    fl, nb = float(spec.flops(shape_list[0])), float(spec.bytes_moved(shape_list[0], dtype))
+    peaks = measure.measure_peaks(need_matmul=nb > 0 and fl / nb >= measure.COMPUTE_BOUND_INTENSITY)
     result = measure.sweep(spec, ref, shape_list[0], dtype, combos, seed=seed, arch=arch,
-                           timer_kwargs={"rep_ms": rep_ms},
+                           timer_kwargs={"rep_ms": rep_ms}, peaks=peaks, fresh_inputs=fresh_inputs,
                            on_row=lambda r: console.print(f"  {format_config(r.config)}: {r.status}", style="dim"))
     if with_profile:
         for i, row in enumerate(result.rows):
@@ -313,6 +329,7 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
                                    "none", "all", seed, arch, line_info=False, source_counters=False)
                 row.metrics = profile_view.key_metrics_in_fresh_process(run.report_path)
                 row.metrics["report"] = run.report_path
+                _cross_check_row(row, peaks)
             except UserError as e:
                 row.metrics = {"error": str(e)}
     table = Table(title=f"{spec.name} sweep (fastest first; speed vs {ref or 'n/a'}: reference time / config time)",
@@ -343,6 +360,16 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
     if json_path:
         with open(json_path, "w") as f:
             json.dump(result.to_dict(), f, indent=1, default=str)
+
+
+def _cross_check_row(row, peaks) -> None:
+    """The row's events against ncu's clock and counters of the same config."""
+    from kernelscope.cli.cross_check import dram_bytes, duration_ms
+    from kernelscope.profiler.checked_timing import profile_checks
+
+    profile_checks(row.timing, duration_ms(row.metrics.get("gpu__time_duration.sum"), "ns"), dram_bytes(row.metrics), peaks)
+    if row.timing.checks.suspect:
+        row.status, row.message = "suspect", row.timing.checks.summary()
 
 
 def register(group) -> None:

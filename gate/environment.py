@@ -26,7 +26,7 @@ from kernelscope.toolchain.tools import find_cuda_tool, package_version
 # The git commit and the creation time are recorded but never compared.
 ENVIRONMENT_KEYS: dict[str, tuple[str, ...]] = {
     TIMING: ("gpu.name", "gpu.sm_count", "gpu.compute_capability", "driver", "cuda",
-             "torch", "nvidia-cutlass-dsl", "timing.clock_control", "timing.flush_l2",
+             "torch", "nvidia-cutlass-dsl", "timing.clock_control", "timing.flush_l2", "timing.fresh_inputs",
              "timing.application_clocks_mhz", "timing.power_limit"),
     COUNTERS: ("gpu.name", "gpu.sm_count", "gpu.compute_capability", "driver", "ncu.version",
                "ncu.clock_control", "ncu.cache_control", "nvidia-cutlass-dsl"),

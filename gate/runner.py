@@ -12,6 +12,7 @@ from kernelscope.errors import UserError
 from kernelscope.gate.baseline import SCHEMA, SCHEMA_VERSION, counter_entry
 from kernelscope.gate.environment import capture_environment, version_number
 from kernelscope.gate.suite import Case, Suite
+from kernelscope.profiler.code_identity import case_identity
 
 
 def _kernel_entry(profile) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def _measure_case(case: Case, suite: Suite, record: dict[str, Any]) -> None:
 
     from kernelscope.kernels import references, registry
     from kernelscope.profiler import measure
-    from kernelscope.profiler.timing import time_callable
+    from kernelscope.profiler.checked_timing import time_checked
 
     spec = registry.resolve(case.target)
     shape = {**record["shape"]}
@@ -60,11 +61,15 @@ def _measure_case(case: Case, suite: Suite, record: dict[str, Any]) -> None:
                              "summary": None if report.ok else f"{report.bad_count} elements over tolerance "
                                                                f"(max abs {report.max_abs_error:.3g}); {report.where()}"}
     timing: dict[str, Any] = {}
-    common = dict(warmup_ms=suite.warmup_ms, iters=case.samples, flush_l2=suite.flush_l2)
-    timing["target"] = time_callable(target_fn, **common).to_dict()
+    fl, nb = float(spec.flops(shape)), float(spec.bytes_moved(shape, record["dtype"]))
+    peaks = measure.measure_peaks(need_matmul=nb > 0 and fl / nb >= measure.COMPUTE_BOUND_INTENSITY)
+    common = dict(spec=spec, inputs=inputs, shape=shape, dtype=record["dtype"], seed=case.seed, flops=fl, nbytes=nb,
+                  peaks=peaks, fresh=suite.fresh_inputs, warmup_ms=suite.warmup_ms, iters=case.samples,
+                  flush_l2=suite.flush_l2)
+    timing["target"] = time_checked(target_fn, **common).to_dict()
     if case.reference:
         ref_fn = references.bind(case.reference, spec, inputs)
-        timing["reference"] = time_callable(ref_fn, **common).to_dict()
+        timing["reference"] = time_checked(ref_fn, is_target=False, **common).to_dict()
     record["timing"] = timing
     del inputs, compiled, target_fn
     torch.cuda.empty_cache()
@@ -93,12 +98,23 @@ def _profile_case(case: Case, suite: Suite, record: dict[str, Any], keep_dir: st
     if not profiles:
         raise UserError(f"case {case.id}: the profile holds no kernel inside the {TARGET_RANGE} range", exit_code=3)
     record["counters"] = [counter_entry(p) for p in profiles]
+    _cross_check(record, profiles)
     if keep_dir is None:
         for name in os.listdir(folder):
             os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
     return {"version": version_number(ncu_version(ncu)), "clock_control": "none",
             "cache_control": suite.cache_control, "sections": suite.ncu_sections}
+
+
+def _cross_check(record: dict[str, Any], profiles) -> None:
+    """The target's CUDA-event median against ncu's clock and DRAM counters of its profiled launch."""
+    from kernelscope.profiler.checked_timing import add_profile_checks_from
+    from kernelscope.profiler.measure import measure_peaks
+
+    target = (record.get("timing") or {}).get("target")
+    if target:
+        add_profile_checks_from(target, profiles, measure_peaks(need_matmul=False).copy_gbps)
 
 
 def run_suite(suite: Suite, *, static_only: bool = False, use_cache: bool = True,
@@ -125,14 +141,18 @@ def run_suite(suite: Suite, *, static_only: bool = False, use_cache: bool = True
             record["shape"], record["dtype"] = dict(inspection.shape), inspection.dtype
             record["config"] = {k: v for k, v in inspection.config.items()}
             record["static"] = entries
+            record["code"] = case_identity(inspection)
             if gpu:
                 _measure_case(case, suite, record)
+                record["code"]["launches"] = record["timing"]["target"].get("launches")
                 if case.ncu:
                     ncu_facts = _profile_case(case, suite, record, keep_reports)
         except UserError as e:
             raise UserError(f"case {case.id}: {e}", e.exit_code) from e
         cases.append(record)
     env = capture_environment(gpu=gpu, ncu=ncu_facts, flush_l2=suite.flush_l2 if gpu else None)
+    if gpu and suite.fresh_inputs:
+        env["timing"]["fresh_inputs"] = True     # absent otherwise: older baselines stay comparable
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

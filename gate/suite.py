@@ -19,7 +19,7 @@ from kernelscope.errors import UserError
 from kernelscope.gate.policy import MetricRule
 
 _SUITE_KEYS = {"name", "description", "static_only", "registry", "samples", "warmup_ms", "flush_l2",
-               "ncu", "ncu_sections", "cache_control", "seed"}
+               "fresh_inputs", "ncu", "ncu_sections", "cache_control", "seed"}
 _CASE_KEYS = {"name", "target", "reference", "shape", "shapes", "config", "configs", "dtype", "dtypes",
               "arch", "archs", "samples", "ncu", "seed"}
 
@@ -50,6 +50,7 @@ class Suite:
     samples: int = 100
     warmup_ms: float = 25.0
     flush_l2: bool = True
+    fresh_inputs: bool = False        # new input values before every timed launch
     ncu: bool = False
     ncu_sections: str | list[str] = "quick"
     cache_control: str = "all"
@@ -162,6 +163,7 @@ def load_suite(path: str | os.PathLike) -> Suite:
                   samples=_check_positive_int(head.get("samples", 100), f"{path}: [suite] samples"),
                   warmup_ms=float(head.get("warmup_ms", 25.0)),
                   flush_l2=bool(head.get("flush_l2", True)),
+                  fresh_inputs=bool(head.get("fresh_inputs", False)),
                   ncu=bool(head.get("ncu", False)),
                   ncu_sections=head.get("ncu_sections", "quick"),
                   cache_control=str(head.get("cache_control", "all")),

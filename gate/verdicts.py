@@ -29,6 +29,8 @@ from kernelscope.gate.environment import EnvironmentDifference, environment_diff
 from kernelscope.gate.policy import (CORRECTNESS, COUNTERS, FAMILIES, STATIC, TIMING, MetricRule, Policy,
                                      catalog_directions, direction_for)
 from kernelscope.gate.statistics import mann_whitney, median
+from kernelscope.profiler.code_identity import apply_to_timings
+from kernelscope.profiler.timing_checks import failures_of
 
 PASS = "PASS"
 REGRESSION = "REGRESSION"
@@ -151,6 +153,11 @@ def judge_timing(case: str, metric: str, base: Mapping[str, Any] | None, cur: Ma
         v.reason = "baseline median is not positive"
         return v
     v.change = v.current / v.baseline - 1.0
+    suspect = [(side, f) for side, t in (("current run", cur), ("baseline", base)) for f in failures_of(t)]
+    if suspect:
+        v.verdict = INCONCLUSIVE
+        v.reason = "timing failed its checks, not comparable: " + "; ".join(f"{side}: {f}" for side, f in suspect)
+        return v
     test = mann_whitney(xs, ys)
     slower = v.change > 0
     v.p_value = test.p_greater if slower else test.p_less
@@ -354,8 +361,12 @@ def gate(baseline: Mapping[str, Any], current: Mapping[str, Any], policy: Policy
             continue
         if CORRECTNESS in judged:
             verdict.metrics += _judge_correctness(cid, b.get("correctness"), c.get("correctness"))
-        if TIMING in judged:
+        if TIMING in judged and (b.get(TIMING) is not None or c.get(TIMING) is not None):
             verdict.metrics += _judge_timings(cid, b.get(TIMING), c.get(TIMING), policy, incomparable.get(TIMING))
+            code = apply_to_timings(b, c, verdict.metrics)
+            if code is not None:
+                verdict.metrics.append(MetricVerdict(case=cid, family="code", metric="identity", verdict=PASS,
+                                                     reason=code))
         for family in (COUNTERS, STATIC):
             if family not in judged:
                 continue

@@ -76,8 +76,8 @@ class RunResult:
     def speedup_vs_reference(self) -> float | None:
         """Reference time / target time (>1: the target is faster)."""
         t, r = self.target_side.timing, self.reference_side.timing if self.reference_side else None
-        if t is None or r is None or t.median_ms <= 0:
-            return None
+        if t is None or r is None or t.median_ms <= 0 or t.checks.suspect:
+            return None       # a suspect timing is never reported as a speed-up
         return r.median_ms / t.median_ms
 
     def to_dict(self) -> dict[str, Any]:
@@ -189,9 +189,11 @@ def compile_checked(spec: KernelSpec, config: dict, shape: dict, dtype: str, arc
 
 def run_target(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, config: dict, *,
                seed: int = 0, arch: str = "sm_90a", rep_ms: float = 200.0, warmup_ms: float = 25.0,
-               flush_l2: bool = True, peaks: bool = True) -> RunResult:
-    """Correctness of target (and reference) against fp32, then timing of both."""
+               flush_l2: bool = True, peaks: bool = True, fresh_inputs: bool = False) -> RunResult:
+    """Correctness of target (and reference) against fp32, then checked timings of both."""
     import torch
+
+    from kernelscope.profiler.checked_timing import time_checked
 
     if not torch.cuda.is_available():
         raise UserError("no CUDA GPU is available: `run` needs one (use `inspect` for compile-only analysis)")
@@ -214,12 +216,13 @@ def run_target(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, 
         if isinstance(ref_out, torch.Tensor):
             ref_side.correctness = check_output(spec, ref_out, inputs, dtype)
 
-    target_side.timing = time_callable(target_fn, warmup_ms=warmup_ms, rep_ms=rep_ms, flush_l2=flush_l2)
-    if ref_fn is not None:
-        ref_side.timing = time_callable(ref_fn, warmup_ms=warmup_ms, rep_ms=rep_ms, flush_l2=flush_l2)
-
     fl, nb = float(spec.flops(shape)), float(spec.bytes_moved(shape, dtype))
     pk = measure_peaks(need_matmul=nb > 0 and fl / nb >= COMPUTE_BOUND_INTENSITY) if peaks else None
+    common = dict(spec=spec, inputs=inputs, shape=shape, dtype=dtype, seed=seed, flops=fl, nbytes=nb, peaks=pk,
+                  fresh=fresh_inputs, warmup_ms=warmup_ms, rep_ms=rep_ms, flush_l2=flush_l2)
+    target_side.timing = time_checked(target_fn, **common)
+    if ref_fn is not None:
+        ref_side.timing = time_checked(ref_fn, is_target=False, **common)
     for side in (target_side, ref_side):
         if side is not None:
             _fill_rates(side, fl, nb, pk)
@@ -244,7 +247,8 @@ def combinations(space: dict[str, list[Any]], base: dict[str, Any] | None = None
 @dataclass
 class SweepRow:
     config: dict[str, Any]
-    status: str                      # "ok", "invalid" (ConfigRejected), "wrong" (fails correctness), "failed"
+    status: str                      # "ok", "invalid" (ConfigRejected), "wrong" (fails correctness), "failed",
+                                     # "suspect" (timed, but a timing check failed: never ranked)
     message: str = ""
     timing: Timing | None = None
     correctness: CorrectnessReport | None = None
@@ -268,12 +272,12 @@ class SweepResult:
 
     def sorted_rows(self) -> list[SweepRow]:
         """Timed rows fastest first, then the rest in their original order."""
-        timed = sorted((r for r in self.rows if r.timing is not None), key=lambda r: r.timing.median_ms)
-        return timed + [r for r in self.rows if r.timing is None]
+        timed = sorted((r for r in self.rows if r.status == "ok"), key=lambda r: r.timing.median_ms)
+        return timed + [r for r in self.rows if r.status != "ok"]
 
     def speed_vs_reference(self, row: SweepRow) -> float | None:
         """Reference time / config time in percent (100% = as fast as the reference)."""
-        if row.timing is None or self.reference_timing is None or row.timing.median_ms <= 0:
+        if row.status != "ok" or self.reference_timing is None or row.timing.median_ms <= 0:
             return None
         return 100.0 * self.reference_timing.median_ms / row.timing.median_ms
 
@@ -287,20 +291,28 @@ class SweepResult:
 
 def sweep(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, configs: list[dict], *,
           seed: int = 0, arch: str = "sm_90a", device: str = "cuda",
-          timer: Callable[..., Timing] = time_callable, timer_kwargs: dict | None = None,
-          bind_reference: Callable = references.bind,
+          timer: Callable[..., Timing] | None = None, timer_kwargs: dict | None = None,
+          bind_reference: Callable = references.bind, peaks: Peaks | None = None, fresh_inputs: bool = False,
           on_row: Callable[[SweepRow], None] | None = None) -> SweepResult:
     """Compile, check and time each config; a config the kernel rejects is a row, not a crash.
 
     `timer`, `device` and `bind_reference` are parameters so that the bookkeeping can be
-    exercised without a GPU; the command always uses CUDA events on the GPU.
+    exercised without a GPU; the command uses CUDA events on the GPU with every timing
+    check (`checked_timing.time_checked`).
     """
     validate_dtype(spec, dtype)
     timer_kwargs = dict(timer_kwargs or {})
     inputs = spec.make_inputs(shape, dtype, seed, device)
+    if timer is None:
+        from kernelscope.profiler.checked_timing import time_checked
+
+        timer = time_checked
+        timer_kwargs = dict(spec=spec, inputs=inputs, shape=shape, dtype=dtype, seed=seed, peaks=peaks,
+                            flops=float(spec.flops(shape)), nbytes=float(spec.bytes_moved(shape, dtype)),
+                            fresh=fresh_inputs, **timer_kwargs)
     ref_timing = None
     if ref_name:
-        ref_timing = timer(bind_reference(ref_name, spec, inputs), **timer_kwargs)
+        ref_timing = timer(bind_reference(ref_name, spec, inputs), is_target=False, **timer_kwargs)
     rows: list[SweepRow] = []
     for cfg in configs:
         try:
@@ -334,6 +346,9 @@ def _time_config(spec, compiled, cfg, inputs, dtype, timer, timer_kwargs) -> Swe
         return SweepRow(cfg, "wrong", f"{report.bad_count} elements over tolerance (max abs "
                                       f"{report.max_abs_error:.3g}); {report.where()}", correctness=report)
     timing = timer(fn, **timer_kwargs)
+    checks = getattr(timing, "checks", None)
+    if checks is not None and checks.suspect:
+        return SweepRow(cfg, "suspect", checks.summary(), timing=timing, correctness=report)
     return SweepRow(cfg, "ok", "", timing=timing, correctness=report)
 
 

@@ -4,6 +4,10 @@ Each sample is one launch bracketed by its own pair of events, so the launch gap
 samples is not counted and the spread of the samples is visible (median, quartiles, IQR).
 Compilation never happens here: callers pass an already compiled, already warmed callable
 (the warm-up below also absorbs any lazy module load).
+
+The loop is guarded (`timing_guard`): events are recorded and read through torch's C
+methods, the timer's Python names are checked for replacement, persisting L2 lines are
+reset before every sample; the outcome of each guard lands in `Timing.checks`.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from kernelscope.errors import UserError
+from kernelscope.profiler.timing_checks import Checks
 
 # Fallback flush size when the device does not report its L2 size; larger than any Hopper L2.
 _DEFAULT_FLUSH_BYTES = 256 * 1024 * 1024
@@ -30,6 +35,10 @@ class Timing:
     n: int
     flush_l2: bool
     rotated_inputs: int           # how many input sets were cycled through (1 = none)
+    fresh_inputs: bool = False    # inputs refreshed before every launch, outside the events
+    checks: Checks = field(default_factory=Checks, repr=False)
+    last_result: Any = field(default=None, repr=False, compare=False)   # what the last timed call returned
+    launches: list[str] | None = None   # GPU work of one call, from the launch probe (None: not probed)
 
     @property
     def iqr_ms(self) -> float:
@@ -44,6 +53,7 @@ class Timing:
             "median_ms": self.median_ms, "q1_ms": self.q1_ms, "q3_ms": self.q3_ms,
             "iqr_ms": self.iqr_ms, "min_ms": self.min_ms, "n": self.n,
             "flush_l2": self.flush_l2, "rotated_inputs": self.rotated_inputs,
+            "fresh_inputs": self.fresh_inputs, "checks": self.checks.to_dict(), "launches": self.launches,
             "samples_ms": list(self.samples_ms),
         }
 
@@ -90,6 +100,8 @@ def time_callable(
     input_sets: Sequence[Any] | None = None,
     max_iters: int = 10_000,
     device: Any = None,
+    refresh: Callable[[int], Any] | None = None,
+    before_timed: Callable[[], Any] | None = None,
 ) -> Timing:
     """Time `fn` launch by launch.
 
@@ -98,6 +110,10 @@ def time_callable(
     warmup_ms / rep_ms: time budgets used to choose the iteration counts (like
         triton.testing.do_bench); warmup_iters / iters override them.
     flush_l2: overwrite a buffer twice the L2 size before every launch, outside the timed events.
+    refresh: refresh(i) before launch i (warm-up and timed), outside the events and before
+        the flush: fresh inputs, so no launch can reuse what the previous one computed.
+    before_timed: called once between the warm-up and the timed launches (e.g. to poison
+        the output, so that a timed launch that writes nothing is caught afterwards).
     """
     torch = _require_cuda()
     if device is None:
@@ -107,24 +123,29 @@ def time_callable(
         raise ValueError("input_sets is empty")
 
     def call(i: int):
+        if refresh is not None:
+            refresh(i)
         return fn(sets[i % len(sets)]) if sets is not None else fn()
 
     flush = _flush_buffer(torch, device) if flush_l2 else None
+
+    from kernelscope.profiler import timing_guard as guard
 
     # First call outside any measurement (module load, lazy allocations), then an estimate.
     call(0)
     torch.cuda.synchronize(device)
     est_n = 5
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
+    stream = torch.cuda.current_stream(device)
+    start, end = guard.event_pair(torch)
+    guard.record(torch, start, stream)
     for i in range(est_n):
         if flush is not None:
             flush.zero_()
         call(i)
-    end.record()
+    guard.record(torch, end, stream)
     torch.cuda.synchronize(device)
     # Includes the flush: a conservative estimate that keeps the iteration counts modest.
-    est_ms = max(start.elapsed_time(end) / est_n, 1e-4)
+    est_ms = max(guard.elapsed_ms(torch, start, end) / est_n, 1e-4)
 
     n_warm = warmup_iters if warmup_iters is not None else max(1, int(warmup_ms / est_ms))
     n_rep = iters if iters is not None else max(1, int(rep_ms / est_ms))
@@ -132,18 +153,33 @@ def time_callable(
 
     for i in range(n_warm):
         call(i)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    timer = guard.TimerGuard(torch)
+    persisting = guard.PersistingL2()
+    starts, ends = zip(*(guard.event_pair(torch) for _ in range(n_rep)))
     torch.cuda.synchronize(device)
+    if before_timed is not None:
+        before_timed()
+    persisting.begin()
+    result = None
     for i in range(n_rep):
+        if refresh is not None:
+            refresh(n_warm + i)
         if flush is not None:
             flush.zero_()
-        starts[i].record()
-        call(i)
-        ends[i].record()
+        persisting.reset()
+        guard.record(torch, starts[i], stream)
+        result = fn(sets[i % len(sets)]) if sets is not None else fn()
+        guard.record(torch, ends[i], stream)
     torch.cuda.synchronize(device)
-    samples = [s.elapsed_time(e) for s, e in zip(starts, ends)]
-    return summarize(samples, flush_l2=flush_l2, rotated_inputs=len(sets) if sets is not None else 1)
+    guard.wait(torch, ends[-1])       # in case torch.cuda.synchronize was replaced by a no-op
+    persisting.end()
+    samples = [guard.elapsed_ms(torch, s, e) for s, e in zip(starts, ends)]
+    timing = summarize(samples, flush_l2=flush_l2, rotated_inputs=len(sets) if sets is not None else 1)
+    timing.fresh_inputs = refresh is not None
+    timing.checks.add(timer.check())
+    timing.checks.add(persisting.check())
+    timing.last_result = result
+    return timing
 
 
 def tflops(flops: float, ms: float) -> float:

@@ -64,7 +64,8 @@ def key_metrics_in_fresh_process(report_path: str) -> dict:
 
 def print_key_metrics(report_path: str) -> None:
     target_profile, _ = _load_pair(report_path, False)
-    print(json.dumps({key: target_profile.value(key) for key, _ in KEY_METRICS}))
+    keys = [key for key, _ in KEY_METRICS] + ["dram__bytes_write.sum"]     # the counter floor needs both directions
+    print(json.dumps({key: target_profile.value(key) for key in keys}))
 
 
 def print_profile_diff(report_path: str, has_reference: bool) -> None:

@@ -205,3 +205,35 @@ def comparability_warnings(a: KernelProfile, b: KernelProfile) -> list[str]:
         notes.append(f"measured SM clocks differ: {ca / 1e9:.2f} vs {cb / 1e9:.2f} GHz (compare cycles, not time)")
     return notes
 
+
+def print_timing_checks(console: Console, label: str, checks) -> None:
+    """One line per check of a timing (timing_checks.Checks): passed, FAILED, or not run."""
+    if checks is None or not checks.items:
+        return
+    head = "[red]SUSPECT[/red]: not a valid speed" if checks.suspect else "[green]trusted[/green]"
+    console.print(f"  checks of {label}: {head}")
+    for check in checks.to_dict()["items"].keys():
+        c = checks.get(check)
+        mark = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]" if c.ran else "[dim]not run[/dim]"
+        console.print(f"    {mark:>20} {c.name}: {c.detail}", soft_wrap=True)
+
+
+def print_heat(console: Console, heat, static_name: str, profile_name: str, top: int = 20) -> None:
+    """hot_instructions.HeatMap as a table: static instances, executions, executions per instance."""
+    def short(name: str) -> str:
+        return name if len(name) <= 48 else name[:45] + "..."
+
+    table = Table(title=f"Executed instructions ({short(profile_name)}) over the SASS of {short(static_name)}",
+                  title_justify="left", show_edge=False)
+    for col in ("opcode", "static", "executed", "per instance", "share"):
+        table.add_column(col, justify="left" if col == "opcode" else "right")
+    for r in heat.rows[:top]:
+        table.add_row(r.opcode, str(r.static_count), "n/a" if r.executed is None else f"{r.executed:,.0f}",
+                      "n/a" if r.per_instance is None else f"{r.per_instance:,.1f}",
+                      "n/a" if r.share is None else f"{100 * r.share:.1f}%")
+    console.print(table)
+    if len(heat.rows) > top:
+        console.print(f"  ... {len(heat.rows) - top} more opcodes", style="dim")
+    if heat.unmatched:
+        console.print(f"  [yellow]warning:[/yellow] executed opcodes absent from this binary: "
+                      f"{', '.join(heat.unmatched)}: the profile is of other code")

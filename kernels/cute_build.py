@@ -8,8 +8,7 @@ DSL or a GPU is missing.
 
 import tempfile
 
-# SMs of an H100 SXM: the residency fallback when no GPU can be asked.
-H100_SMS = 132
+from kernelscope.kernels.sm90.device import H100_SMS
 
 
 def cutlass_dtype(name: str):

@@ -11,7 +11,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 from gemm_testing import UNSUPPORTED_SHAPES, assert_no_stack_or_local_memory, opcodes  # noqa: E402
 from kernelscope.kernels import gemm  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
-from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler  # noqa: E402
+from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileScheduler  # noqa: E402
 
 VARIANTS = [
     ({}, "bfloat16", True),                                                    # default 128x256, 2x1
@@ -66,11 +66,11 @@ def test_unsupported_shapes_are_refused(shape, dtype):
 
 def test_stages_are_derived_from_shared_memory():
     r = gemm.resolve_config(gemm.GemmConfig())
-    assert r.stages == 4 and r.smem_bytes <= gemm.SMEM_CAPACITY
+    assert r.stages == 4 and r.smem_bytes <= gemm.SMEM_PER_BLOCK_BYTES
     r = gemm.resolve_config(gemm.GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1))
     assert r.stages == 8
     r32 = gemm.resolve_config(gemm.GemmConfig(), "float32")
-    assert r32.smem_bytes <= gemm.SMEM_CAPACITY and r32.epi_stages == 2
+    assert r32.smem_bytes <= gemm.SMEM_PER_BLOCK_BYTES and r32.epi_stages == 2
 
 
 @pytest.mark.parametrize("tiles", [(1, 1), (7, 5), (16, 16), (33, 3), (3, 40)])

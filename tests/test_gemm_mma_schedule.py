@@ -3,7 +3,7 @@ output tile exactly once, and Morton order walks squares. Pure arithmetic, no GP
 
 import pytest
 
-from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
+from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileScheduler
 
 
 @pytest.mark.parametrize("tiles", [(1, 1), (7, 5), (16, 16), (33, 3), (3, 40), (9, 17), (64, 64)])

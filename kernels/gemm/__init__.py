@@ -9,33 +9,33 @@ CTA = 1 producer warpgroup + 1 or 2 consumer warpgroups.
   dimension, B along its M dimension); its warpgroup gives registers back (setmaxnreg).
 - Each consumer warpgroup owns 64 rows of the tile: it waits on the ring's full barrier, issues
   WGMMAs straight from shared memory (one group in flight, so the stage before is released as
-  soon as the current one is issued) and runs the epilogue (kernels/sm90_epilogue.py).
+  soon as the current one is issued) and runs the epilogue (kernels/sm90/epilogue.py).
 - The grid is persistent: one CTA per SM, clusters stride over the work list of
-  kernels/tile_scheduler.py; the producer runs ahead into the next tile while the consumers
+  kernels/sm90/tile_scheduler.py; the producer runs ahead into the next tile while the consumers
   finish the epilogue of the current one.
 Any M, N, K whose contiguous extents are 16-byte aligned work: TMA zero-fills out-of-range loads
 and clips out-of-range stores, so partial tiles need no masking.
+
+This module (config, checks, compile and launch, the KernelSpec) does not import the DSL; the
+kernel class is in kernel.py, imported when a variant is compiled.
 """
 
 
 import functools
 import math
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
-    H100_SMS, artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
+    artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
     fake_stream, gpu_available, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import (
     SUITE, make_inputs, parse_cluster, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
+from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
-# Shared memory per CTA on sm_90 (227 KiB usable by a block) and what the kernel keeps beside the
-# operand ring: the barrier words and alignment slack.
-SMEM_CAPACITY = 232448
-SMEM_RESERVED = 1024
 DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 MAJORS_A = ("k", "m")
@@ -85,7 +85,7 @@ class ResolvedGemm:
 
 def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm:
     """Check a config and derive the ring depth; raise ConfigRejected with the reason."""
-    from kernelscope.kernels.tile_scheduler import SchedulePolicy
+    from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy
 
     if cfg.consumer_wgs not in (1, 2):
         raise ConfigRejected(f"consumer_wgs must be 1 or 2, got {cfg.consumer_wgs}")
@@ -119,24 +119,24 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
             f"epi_stages={cfg.epi_stages} must divide the {subtiles} epilogue subtiles of a tile")
     epi_bytes = cfg.tile_m * cfg.epi_n * _width(out_dtype) // 8 * epi_stages
     stage_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
-    room = SMEM_CAPACITY - SMEM_RESERVED - epi_bytes
+    room = SMEM_PER_BLOCK_BYTES - SMEM_RESERVED_BYTES - epi_bytes
     fit = room // stage_bytes
     if cfg.stages is None:
         stages = min(fit, 8)
         if stages < 2:
             raise ConfigRejected(
                 f"tile {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} leaves room for {fit} stage(s) in "
-                f"{SMEM_CAPACITY} bytes of shared memory; at least 2 are needed")
+                f"{SMEM_PER_BLOCK_BYTES} bytes of shared memory; at least 2 are needed")
     else:
         stages = cfg.stages
         if stages < 2:
             raise ConfigRejected(f"stages must be at least 2, got {stages}")
         if stages > fit:
-            need = stages * stage_bytes + epi_bytes + SMEM_RESERVED
+            need = stages * stage_bytes + epi_bytes + SMEM_RESERVED_BYTES
             raise ConfigRejected(
                 f"{stages} stages of {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} need {need} bytes of "
-                f"shared memory, the limit is {SMEM_CAPACITY} (at most {fit} stages fit)")
-    smem = stages * stage_bytes + epi_bytes + SMEM_RESERVED
+                f"shared memory, the limit is {SMEM_PER_BLOCK_BYTES} (at most {fit} stages fit)")
+    smem = stages * stage_bytes + epi_bytes + SMEM_RESERVED_BYTES
     return ResolvedGemm(cfg, stages, epi_stages, smem)
 
 
@@ -161,183 +161,6 @@ def check_shape(shape: dict[str, int], dtype: str, out_dtype: str, a_major: str,
 
 
 # ---------------------------------------------------------------------------------------------
-# The kernel (imports cutlass lazily: the module stays importable where the DSL is missing).
-# ---------------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def _kernel_class():
-    import cutlass
-    import cutlass.cute as cute
-    import cutlass.utils as utils
-    import cutlass.utils.hopper_helpers as sm90_utils
-    from cutlass.memory import SmemAllocator
-    from cutlass.tensor_utils import LayoutEnum
-
-    from kernelscope.kernels.sm90_epilogue import TmaStoreEpilogue
-    from kernelscope.kernels.sm90_pipeline import TmaRing, make_tma_load, produce_ab_tiles, publish_ring_init
-    from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
-
-    class HopperGemm:
-        """One compiled variant: (config, dtypes, majors). Problem sizes stay dynamic."""
-
-        PRODUCER_REGS = 40
-
-        def __init__(self, resolved: ResolvedGemm, ab_dtype: str, c_dtype: str):
-            cfg = resolved.cfg
-            self.cfg = cfg
-            self.stages = resolved.stages
-            self.ab_dtype = cutlass_dtype(ab_dtype)
-            self.c_dtype = cutlass_dtype(c_dtype)
-            self.tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
-            self.cluster_mn = tuple(cfg.cluster)
-            self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
-            self.consumer_wgs = cfg.consumer_wgs
-            self.threads = 128 * (1 + cfg.consumer_wgs)
-            self.consumer_threads = 128 * cfg.consumer_wgs
-            self.consumer_regs = 232 if cfg.consumer_wgs == 2 else 240
-            self.epilogue = TmaStoreEpilogue(
-                self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
-                consumer_threads=self.consumer_threads, store_warp=4)
-
-        @cute.jit
-        def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
-                     max_clusters: cutlass.Int32, stream):
-            a_layout = LayoutEnum.from_tensor(mA)
-            b_layout = LayoutEnum.from_tensor(mB)
-            tiled_mma = sm90_utils.make_trivial_tiled_mma(
-                self.ab_dtype, self.ab_dtype, a_layout.sm90_mma_major_mode(),
-                b_layout.sm90_mma_major_mode(), cutlass.Float32,
-                (self.consumer_wgs, 1, 1), tiler_mn=(64, self.tile_mnk[1]))
-
-            sA_layout = sm90_utils.make_smem_layout_a(a_layout, self.tile_mnk, self.ab_dtype, self.stages)
-            sB_layout = sm90_utils.make_smem_layout_b(b_layout, self.tile_mnk, self.ab_dtype, self.stages)
-            sC_layout = self.epilogue.make_smem_layout()
-
-            cm, cn = self.cluster_mn
-            # A is shared by the CTAs of a cluster row (same M tile): multicast across cn of them.
-            tma_a, tA = make_tma_load(mA, sA_layout, (self.tile_mnk[0], self.tile_mnk[2]), cn)
-            tma_b, tB = make_tma_load(mB, sB_layout, (self.tile_mnk[1], self.tile_mnk[2]), cm)
-            tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
-
-            tiles_m = (mC.shape[0] + self.tile_mnk[0] - 1) // self.tile_mnk[0]
-            tiles_n = (mC.shape[1] + self.tile_mnk[1] - 1) // self.tile_mnk[1]
-            sched = TileScheduler(self.policy, tiles_m, tiles_n)
-            clusters = cutlass.max(cutlass.min(sched.num_work, max_clusters), 1)
-
-            @cute.struct
-            class Storage:
-                barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
-                sA: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(sA_layout)], 1024]
-                sB: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(sB_layout)], 1024]
-                sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sC_layout)], 1024]
-
-            self.storage = Storage
-            self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, tiled_mma,
-                        sA_layout, sB_layout, sC_layout, tiles_m, tiles_n).launch(
-                grid=[cm, cn, clusters], block=[self.threads, 1, 1], cluster=[cm, cn, 1],
-                min_blocks_per_mp=1, stream=stream)
-
-        @cute.kernel
-        def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
-                   tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
-                   sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
-                   sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
-            tidx, _, _ = cute.arch.thread_idx()
-            warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-            lane = cute.arch.lane_idx()
-            cta_x, cta_y, cluster_id = cute.arch.block_idx()
-            _, _, num_clusters = cute.arch.grid_dim()
-            cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
-
-            if warp_idx == 0:
-                cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
-                cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
-                cute.nvgpu.cpasync.prefetch_descriptor(tma_c)
-
-            smem = SmemAllocator()
-            storage = smem.allocate(self.storage)
-            stage_bytes = (cute.size_in_bytes(self.ab_dtype, cute.slice_(sA_layout, (None, None, 0)))
-                           + cute.size_in_bytes(self.ab_dtype, cute.slice_(sB_layout, (None, None, 0))))
-            ring = TmaRing(storage.barriers.data_ptr(), self.stages, stage_bytes,
-                           consumer_warps=4 * self.consumer_wgs, cluster_mn=self.cluster_mn)
-            ring.init(warp_idx)
-            publish_ring_init(ring)
-
-            sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)
-            sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
-            sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
-
-            bm, bn, bk = self.tile_mnk
-            gA = cute.local_tile(mA, (bm, bk), (None, None))      # (bm, bk, tiles_m, tiles_k)
-            gB = cute.local_tile(mB, (bn, bk), (None, None))      # (bn, bk, tiles_n, tiles_k)
-            gC = cute.local_tile(mC, (bm, bn), (None, None))      # (bm, bn, tiles_m, tiles_n)
-            k_tiles = cute.size(gA, mode=[3])
-
-            sched = TileScheduler(self.policy, tiles_m, tiles_n)
-
-            if warp_idx < 4:
-                # ---------------- producer warpgroup ----------------
-                cute.arch.setmaxregister_decrease(self.PRODUCER_REGS)
-                if warp_idx == 0:
-                    # A multicasts to the CTAs of this cluster row (same cta_x), B to its column.
-                    produce_ab_tiles(ring, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
-                                     cta_x, cta_y, cluster_id, num_clusters)
-            else:
-                # ---------------- consumer warpgroups ----------------
-                cute.arch.setmaxregister_increase(self.consumer_regs)
-                ctidx = tidx - 128
-                # Warp-uniform, so the WGMMA descriptors of A stay on the uniform datapath.
-                wg = cute.arch.make_warp_uniform(ctidx // 128)
-                thr_mma = tiled_mma.get_slice(wg * 128)
-                tCsA = thr_mma.partition_A(sA)
-                tCsB = thr_mma.partition_B(sB)
-                tCrA = tiled_mma.make_fragment_A(tCsA)
-                tCrB = tiled_mma.make_fragment_B(tCsB)
-                acc_shape = thr_mma.partition_C(gC[(None, None, 0, 0)]).shape
-                acc = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
-                k_blocks = cute.size(tCrA, mode=[2])
-
-                signals, dst = ring.release_signal(cta_rank, lane)
-                tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma, ctidx)
-
-                stage = cutlass.Int32(0)
-                phase = cutlass.Int32(0)
-                work = cluster_id
-                while work < sched.num_work:
-                    tm, tn = sched.tile_of_cta(work, cta_x, cta_y)
-                    acc.fill(0.0)
-                    tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
-                    prev_stage = stage
-                    for k in range(k_tiles):
-                        ring.consumer_wait(stage, phase)
-                        cute.nvgpu.warpgroup.fence()
-                        for kb in cutlass.range_constexpr(k_blocks):
-                            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, stage)],
-                                      tCrB[(None, None, kb, stage)], acc)
-                        cute.nvgpu.warpgroup.commit_group()
-                        # Keep one WGMMA group in flight; the one before it has finished
-                        # reading its stage, which can go back to the producer.
-                        cute.nvgpu.warpgroup.wait_group(1)
-                        if k > 0:
-                            ring.consumer_release(prev_stage, signals, dst)
-                        prev_stage = stage
-                        stage += 1
-                        if stage == self.stages:
-                            stage = cutlass.Int32(0)
-                            phase ^= 1
-                    cute.nvgpu.warpgroup.wait_group(0)
-                    if k_tiles > 0:
-                        ring.consumer_release(prev_stage, signals, dst)
-
-                    self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
-                                             gC[(None, None, tm, tn)], warp_idx)
-                    work += num_clusters
-                self.epilogue.drain(warp_idx)
-
-    return HopperGemm
-
-
-# ---------------------------------------------------------------------------------------------
 # Compile / launch
 # ---------------------------------------------------------------------------------------------
 
@@ -348,8 +171,10 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
     the result is directly callable with from_dlpack tensors; without, from fake tensors."""
     import cutlass.cute as cute
 
+    from kernelscope.kernels.gemm.kernel import HopperGemm
+
     resolved = resolve_config(cfg, out_dtype)
-    gemm = _kernel_class()(resolved, dtype, out_dtype)
+    gemm = HopperGemm(resolved, dtype, out_dtype)
     if use_gpu_tensors:
         import torch
         x = _example_inputs(dtype, out_dtype, a_major, b_major)

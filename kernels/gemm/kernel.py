@@ -1,0 +1,139 @@
+"""The Hopper GEMM kernel class (see the package docstring for the design). Imports the DSL:
+kernels/gemm/__init__.py imports this module only when it compiles."""
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.memory import SmemAllocator
+from cutlass.tensor_utils import LayoutEnum
+
+from kernelscope.kernels.cute_build import cutlass_dtype
+from kernelscope.kernels.sm90.barriers import GemmBarrier
+from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
+from kernelscope.kernels.sm90.pipeline import RingPosition
+from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileScheduler
+from kernelscope.kernels.sm90.warp_specialized import WarpSpecializedGemm
+
+
+class HopperGemm(WarpSpecializedGemm):
+    """One compiled variant: (config, dtypes, majors). Problem sizes stay dynamic."""
+
+    def __init__(self, resolved, ab_dtype: str, c_dtype: str):
+        cfg = resolved.cfg
+        self.cfg = cfg
+        self.stages = resolved.stages
+        self.ab_dtype = cutlass_dtype(ab_dtype)
+        self.c_dtype = cutlass_dtype(c_dtype)
+        self.tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
+        self.cluster_mn = tuple(cfg.cluster)
+        self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
+        self.consumer_wgs = cfg.consumer_wgs
+        self.threads = 128 * (1 + cfg.consumer_wgs)
+        self.consumer_threads = 128 * cfg.consumer_wgs
+        self.consumer_regs = 232 if cfg.consumer_wgs == 2 else 240
+        self.epilogue = TmaStoreEpilogue(
+            self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
+            consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE)
+
+    @cute.jit
+    def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
+                 max_clusters: cutlass.Int32, stream):
+        a_layout = LayoutEnum.from_tensor(mA)
+        b_layout = LayoutEnum.from_tensor(mB)
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            self.ab_dtype, self.ab_dtype, a_layout.sm90_mma_major_mode(),
+            b_layout.sm90_mma_major_mode(), cutlass.Float32,
+            (self.consumer_wgs, 1, 1), tiler_mn=(64, self.tile_mnk[1]))
+
+        sA_layout, sB_layout = self.make_ab_smem_layouts(a_layout, b_layout)
+        sC_layout = self.epilogue.make_smem_layout()
+        tma_a, tA, tma_b, tB = self.make_tma_loads(mA, sA_layout, mB, sB_layout)
+        tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
+        tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters)
+
+        @cute.struct
+        class Storage:
+            barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+            sA: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(sA_layout)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(sB_layout)], 1024]
+            sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sC_layout)], 1024]
+
+        self.storage = Storage
+        self.launch(self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, tiled_mma,
+                                sA_layout, sB_layout, sC_layout, tiles_m, tiles_n), clusters, stream)
+
+    @cute.kernel
+    def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+               tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+               sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
+               sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+        tidx, warp_idx, lane, cta_x, cta_y, cluster_id, num_clusters, cta_rank = self.thread_coordinates()
+        self.prefetch_descriptors(warp_idx, (tma_a, tma_b, tma_c))
+
+        storage = SmemAllocator().allocate(self.storage)
+        ring = self.open_ring(storage.barriers.data_ptr(), warp_idx, sA_layout, sB_layout,
+                              consumer_warps=4 * self.consumer_wgs)
+
+        sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)
+        sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
+        sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
+        gA, gB, gC, k_tiles = self.global_tiles(mA, mB, mC)
+        sched = TileScheduler(self.policy, tiles_m, tiles_n)
+
+        if warp_idx < self.PRODUCER_WARPS:
+            # A multicasts to the CTAs of this cluster row (same cta_x), B to its column.
+            self.run_producer(warp_idx, ring, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
+                              cta_x, cta_y, cluster_id, num_clusters)
+        else:
+            cute.arch.setmaxregister_increase(self.consumer_regs)
+            self.consume(tiled_mma, tma_c, sA, sB, sC, gC, ring, sched, k_tiles, tidx - 128, warp_idx,
+                         lane, cta_rank, cta_x, cta_y, cluster_id, num_clusters)
+
+    @cute.jit
+    def consume(self, tiled_mma, tma_c, sA, sB, sC, gC, ring, sched, k_tiles, ctidx, warp_idx, lane,
+                cta_rank, cta_x, cta_y, cluster_id, num_clusters):
+        """A consumer warpgroup: WGMMAs from shared memory over the ring, then the epilogue."""
+        # Warp-uniform, so the WGMMA descriptors of A stay on the uniform datapath.
+        wg = cute.arch.make_warp_uniform(ctidx // 128)
+        thr_mma = tiled_mma.get_slice(wg * 128)
+        tCsA = thr_mma.partition_A(sA)
+        tCsB = thr_mma.partition_B(sB)
+        tCrA = tiled_mma.make_fragment_A(tCsA)
+        tCrB = tiled_mma.make_fragment_B(tCsB)
+        acc_shape = thr_mma.partition_C(gC[(None, None, 0, 0)]).shape
+        acc = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
+        k_blocks = cute.size(tCrA, mode=[2])
+
+        signals, dst = ring.release_signal(cta_rank, lane)
+        tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma, ctidx)
+
+        position = RingPosition.consumer_start(self.stages)
+        work = cluster_id
+        while work < sched.num_work:
+            tm, tn = sched.tile_of_cta(work, cta_x, cta_y)
+            acc.fill(0.0)
+            tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+            prev_stage = position.index
+            for k in range(k_tiles):
+                stage = position.index
+                ring.consumer_wait(stage, position.phase)
+                cute.nvgpu.warpgroup.fence()
+                for kb in cutlass.range_constexpr(k_blocks):
+                    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, stage)],
+                              tCrB[(None, None, kb, stage)], acc)
+                cute.nvgpu.warpgroup.commit_group()
+                # Keep one WGMMA group in flight; the one before it has finished reading its
+                # stage, which can go back to the producer.
+                cute.nvgpu.warpgroup.wait_group(1)
+                if k > 0:
+                    ring.consumer_release(prev_stage, signals, dst)
+                prev_stage = stage
+                position.advance()
+            cute.nvgpu.warpgroup.wait_group(0)
+            if k_tiles > 0:
+                ring.consumer_release(prev_stage, signals, dst)
+
+            self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
+                                     gC[(None, None, tm, tn)], warp_idx)
+            work += num_clusters
+        self.epilogue.drain(warp_idx)

@@ -1,0 +1,135 @@
+"""Persistent tile scheduler for Hopper kernels: which output tile a CTA works on next.
+
+The grid is (cluster_m, cluster_n, P): a cluster of cluster_m x cluster_n CTAs is one unit of work
+(a block of output tiles that share A rows or B columns through multicast), and P clusters stay
+resident and stride through the work list. Work index w -> cluster tile (cm, cn) follows a raster
+order (along M or along N) with grouping: the minor dimension is cut into panels of `group`
+cluster tiles, and inside a panel the index walks across the panel first, so consecutive clusters
+(which run at the same time) reuse the same few A and B tiles from L2. The "morton" order cuts the
+grid into `group` x `group` blocks (bands of `group` rows, blocks walked along N) and walks each
+full block along a Z-order curve, so that any 4^j consecutive work items form a square of tiles;
+partial blocks at the bottom and right edges are walked column by column.
+
+Everything here runs at trace time inside a @cute.jit / @cute.kernel function; runtime quantities
+(tile counts derived from the problem shape) are DSL integers, the policy (cluster shape, raster,
+group size) is static.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cutlass
+from cutlass.cutlass_dsl import extract_mlir_values, new_from_mlir_values
+
+
+RASTER_ORDERS = ("m", "n", "morton")
+
+
+@dataclass(frozen=True)
+class SchedulePolicy:
+    """Static part of a schedule: cluster shape, raster direction and swizzle group size."""
+
+    cluster_mn: tuple[int, int] = (1, 1)
+    raster: str = "m"        # "m": consecutive work moves along M (B tile reused); "n": along N;
+                             # "morton": Z-order inside group x group blocks
+    group: int = 8           # panel width in cluster tiles along the minor dimension (morton: block side)
+
+    def validate(self) -> str | None:
+        """None when the policy is usable, otherwise the reason it is not."""
+        if self.raster not in RASTER_ORDERS:
+            return f"raster must be one of {RASTER_ORDERS}, got {self.raster!r}"
+        if not isinstance(self.group, int) or self.group < 1:
+            return f"swizzle group size must be a positive integer, got {self.group!r}"
+        if self.raster == "morton" and (self.group & (self.group - 1) or self.group > 16):
+            return f"morton order needs a power-of-two block side of at most 16, got {self.group}"
+        cm, cn = self.cluster_mn
+        if cm < 1 or cn < 1 or cm * cn > 4 or (cm & (cm - 1)) or (cn & (cn - 1)):
+            return f"cluster {self.cluster_mn} is not supported (powers of two, at most 4 CTAs)"
+        return None
+
+
+def ceil_div(a, b):
+    return (a + b - 1) // b
+
+
+def num_clusters_to_launch(num_work: int, max_active_clusters: int) -> int:
+    """Host-side: how many clusters the persistent grid holds (one CTA per SM at most)."""
+    return max(1, min(num_work, max_active_clusters))
+
+
+class TileScheduler:
+    """Device-side view of a persistent schedule over a (tiles_m x tiles_n) grid of output tiles."""
+
+    def __init__(self, policy: SchedulePolicy, tiles_m, tiles_n):
+        self.policy = policy
+        cm, cn = policy.cluster_mn
+        # Cluster tiles: partial clusters at the edge still run as a whole cluster (multicast
+        # needs every CTA); their out-of-range CTAs load zero-filled boxes and store nothing.
+        self.clusters_m = ceil_div(tiles_m, cm)
+        self.clusters_n = ceil_div(tiles_n, cn)
+        self.num_work = self.clusters_m * self.clusters_n
+
+    # The DSL carries objects through run-time control flow by their IR values.
+    def __extract_mlir_values__(self):
+        return (extract_mlir_values(self.clusters_m) + extract_mlir_values(self.clusters_n)
+                + extract_mlir_values(self.num_work))
+
+    def __new_from_mlir_values__(self, values):
+        new = object.__new__(TileScheduler)
+        new.policy = self.policy
+        new.clusters_m = new_from_mlir_values(self.clusters_m, [values[0]])
+        new.clusters_n = new_from_mlir_values(self.clusters_n, [values[1]])
+        new.num_work = new_from_mlir_values(self.num_work, [values[2]])
+        return new
+
+    def cluster_tile(self, work):
+        """Work index -> (cluster tile along M, cluster tile along N)."""
+        if self.policy.raster == "morton":
+            return self._morton_tile(work)
+        if self.policy.raster == "m":
+            major_extent, minor_extent = self.clusters_m, self.clusters_n
+        else:
+            major_extent, minor_extent = self.clusters_n, self.clusters_m
+        group = self.policy.group
+        per_panel = group * major_extent
+        panel = work // per_panel
+        within = work - panel * per_panel
+        # The last panel may be narrower than `group`.
+        width = cutlass.min(minor_extent - panel * group, group)
+        minor = panel * group + within % width
+        major = within // width
+        if self.policy.raster == "m":
+            return major, minor
+        return minor, major
+
+    def tile_of_cta(self, work, cta_in_cluster_m, cta_in_cluster_n):
+        """Work index -> this CTA's output tile (m, n) in tile units."""
+        cm, cn = self.policy.cluster_mn
+        cl_m, cl_n = self.cluster_tile(work)
+        return cl_m * cm + cta_in_cluster_m, cl_n * cn + cta_in_cluster_n
+
+    def _morton_tile(self, work):
+        g = self.policy.group
+        band = work // (g * self.clusters_n)
+        within = work - band * (g * self.clusters_n)
+        height = cutlass.min(self.clusters_m - band * g, g)
+        block = within // (height * g)
+        inside = within - block * (height * g)
+        width = cutlass.min(self.clusters_n - block * g, g)
+        # Z-order: even bits of `inside` give the column, odd bits the row.
+        z_m, z_n = 0, 0
+        for bit in range(g.bit_length() - 1):
+            z_n = z_n + (((inside >> (2 * bit)) & 1) << bit)
+            z_m = z_m + (((inside >> (2 * bit + 1)) & 1) << bit)
+        full = (height == g) & (width == g)
+        dm = _select(full, z_m, inside % height)
+        dn = _select(full, z_n, inside // height)
+        return band * g + dm, block * g + dn
+
+
+def _select(cond, if_true, if_false):
+    """`if_true if cond else if_false` for Python integers (host checks) and DSL values alike."""
+    if isinstance(cond, bool):
+        return if_true if cond else if_false
+    return cutlass.Int32(cutlass.select_(cond, if_true, if_false))

@@ -12,6 +12,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from gemm_testing import UNSUPPORTED_SHAPES, assert_no_stack_or_local_memory, opcodes  # noqa: E402
 from kernelscope.kernels import gemm_rmsnorm as fused  # noqa: E402
+from kernelscope.kernels.sm90.barriers import GemmBarrier  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
 
 _HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
@@ -119,9 +120,9 @@ def test_pingpong_roles_turns_and_epilogue_barriers_in_sass():
     assert re.search(r"USETMAXREG\.TRY_ALLOC\S*\s+\S+\s+0xe8\b", sass), "consumers do not raise to 232"
     waits = set(re.findall(r"BAR\.SYNC\S*\s+(0x[0-9a-f]+),\s*(0x[0-9a-f]+)", sass))
     arrives = set(re.findall(r"BAR\.ARV\s+(0x[0-9a-f]+),\s*(0x[0-9a-f]+)", sass))
-    turns = {(hex(b), "0x100") for b in fused.MMA_TURN_BARRIERS}
+    turns = {(hex(b), "0x100") for b in (GemmBarrier.MMA_TURN_WG0, GemmBarrier.MMA_TURN_WG1)}
     assert turns <= waits and turns <= arrives, (waits, arrives)
-    epilogue = {(hex(b), "0x80") for b in fused.PINGPONG_EPILOGUE_BARRIERS}
+    epilogue = {(hex(b), "0x80") for b in (GemmBarrier.EPILOGUE_WG0, GemmBarrier.EPILOGUE_WG1)}
     assert epilogue <= waits, waits
     depbars = re.findall(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-f]+)", sass)
     assert "0x1" in depbars, f"every WGMMA group waited to zero: {depbars}"

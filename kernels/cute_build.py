@@ -64,11 +64,13 @@ def current_stream():
     return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
 
 
-def to_cute(t):
-    """A 2-D torch tensor as a cute tensor with dynamic extents, its contiguous dimension kept."""
+def to_cute(t, leading_dim: int | None = None):
+    """A torch tensor as a cute tensor with dynamic extents and its contiguous dimension kept:
+    `leading_dim`, or for a 2-D tensor the one of stride 1."""
     from cutlass.cute.runtime import from_dlpack
-    lead = 1 if t.stride(1) == 1 else 0
-    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=lead)
+    if leading_dim is None:
+        leading_dim = 1 if t.stride(1) == 1 else 0
+    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=leading_dim)
 
 
 def gpu_available() -> bool:
@@ -85,6 +87,8 @@ def artifacts(compiled) -> tuple[bytes | None, str | None]:
     ptx = getattr(compiled, "__ptx__", None)
     if isinstance(cubin, str):
         cubin = cubin.encode("latin-1")
+    if isinstance(ptx, bytes):
+        ptx = ptx.decode(errors="replace")
     return cubin, ptx
 
 

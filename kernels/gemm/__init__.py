@@ -258,7 +258,7 @@ def major_of_b(b) -> str:
 # ---------------------------------------------------------------------------------------------
 
 # Relative WGMMA-pipe efficiency of a 128x128 tile against 128x256 (more epilogue and more
-# operand bytes per FLOP); from the H200 sweeps in kernels/gemm_NOTES.md.
+# operand bytes per FLOP); from the H200 sweeps in kernels/gemm/NOTES.md.
 _SMALL_TILE_EFFICIENCY = 0.93
 
 

@@ -119,7 +119,9 @@ class TmaRing:
     @cute.jit
     def producer_drain(self, position: RingPosition):
         """Before exit: wait until the consumers (local and remote) released every stage, so no
-        peer still arrives on, or multicasts into, this CTA's shared memory after it is gone."""
+        peer still arrives on, or multicasts into, this CTA's shared memory after it is gone.
+        The caller's position does not move."""
+        position = position.clone()
         for _ in cutlass.range_constexpr(self.stages):
             cute.arch.mbarrier_wait(self.empty + position.index, position.phase)
             position.advance()

@@ -12,7 +12,6 @@ fit in registers; other configs raise ConfigRejected.
 
 # No `from __future__ import annotations`: the DSL evaluates the kernel annotations at compile time.
 import importlib.util
-import math
 import os
 import tempfile
 from typing import Any
@@ -25,15 +24,6 @@ EPS = 1e-6
 MAX_VALUES_PER_THREAD = 64
 
 _TORCH_DTYPES = ("bfloat16", "float16")
-
-
-def _cutlass_dtype(dtype: str):
-    import cutlass
-
-    try:
-        return {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[dtype]
-    except KeyError:
-        raise ConfigRejected(f"rmsnorm supports bfloat16 and float16, not {dtype}") from None
 
 
 def check_config(config: dict[str, Any], shape: dict[str, int], dtype: str) -> tuple[int, int, int]:
@@ -63,97 +53,6 @@ def check_config(config: dict[str, Any], shape: dict[str, int], dtype: str) -> t
     return threads, vec, iters
 
 
-def _build_kernel_class():
-    """Defined lazily so that importing this module does not import cutlass."""
-    import cutlass
-    import cutlass.cute as cute
-    from cutlass import Float32
-
-    class RMSNormRows:
-        def __init__(self, n: int, threads: int, vec: int):
-            self.n = n
-            self.threads = threads
-            self.vec = vec
-            self.iters = n // (threads * vec)
-            self.warps = threads // 32
-
-        @cute.jit
-        def __call__(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: Float32, stream):
-            rows = cute.size(mX, mode=[0])
-            self.kernel(mX, mW, mY, eps).launch(
-                grid=[rows, 1, 1], block=[self.threads, 1, 1],
-                smem=self.warps * 4 + 16, stream=stream)
-
-        @cute.kernel
-        def kernel(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: Float32):
-            tidx, _, _ = cute.arch.thread_idx()
-            row, _, _ = cute.arch.block_idx()
-            # Chunks of `vec` contiguous elements: ((vec), (N / vec)); chunk i*threads + tidx
-            # keeps a warp's accesses contiguous (coalesced) in every iteration.
-            gX = cute.zipped_divide(mX[row, None], (self.vec,))
-            gY = cute.zipped_divide(mY[row, None], (self.vec,))
-            gW = cute.zipped_divide(mW, (self.vec,))
-
-            vals = cute.make_rmem_tensor(((self.vec,), self.iters), Float32)  # chunk shape matches ((vec),)
-            sumsq = Float32(0.0)
-            for i in cutlass.range_constexpr(self.iters):
-                x = gX[(None, i * self.threads + tidx)].load().to(Float32)
-                vals[None, i].store(x)
-                sumsq = sumsq + (x * x).reduce(cute.ReductionOp.ADD, Float32(0.0), reduction_profile=0)
-
-            sumsq = cute.arch.warp_reduction_sum(sumsq)
-            smem = cutlass.memory.SmemAllocator()
-            partial = smem.allocate_tensor(Float32, cute.make_layout(self.warps), byte_alignment=16)
-            warp = tidx // 32
-            lane = tidx % 32
-            if lane == 0:
-                partial[warp] = sumsq
-            cute.arch.barrier()
-            total = Float32(0.0)
-            for w in cutlass.range_constexpr(self.warps):
-                total = total + partial[w]
-            rstd = cute.math.rsqrt(total / Float32(self.n) + eps)
-
-            for i in cutlass.range_constexpr(self.iters):
-                w = gW[(None, i * self.threads + tidx)].load().to(Float32)
-                y = vals[None, i].load() * rstd * w
-                gY[(None, i * self.threads + tidx)].store(y.to(mY.element_type))
-
-    return RMSNormRows
-
-
-_KERNEL_CLASS = None
-
-
-def _kernel_class():
-    global _KERNEL_CLASS
-    if _KERNEL_CLASS is None:
-        _KERNEL_CLASS = _build_kernel_class()
-    return _KERNEL_CLASS
-
-
-def _gpu_present() -> bool:
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
-def _read_artifacts(compiled) -> tuple[bytes | None, str | None, str | None]:
-    cubin = getattr(compiled, "__cubin__", None)
-    ptx = getattr(compiled, "__ptx__", None)
-    if isinstance(cubin, str):
-        cubin = cubin.encode("latin-1")
-    if isinstance(ptx, bytes):
-        ptx = ptx.decode(errors="replace")
-    sass = None
-    if cubin:
-        from kernelscope.toolchain.sass import disassemble_cubin
-        sass = disassemble_cubin(cubin)
-    return cubin, sass, ptx
-
-
 def compile_rmsnorm(config: dict[str, Any], shape: dict[str, int], dtype: str, arch: str = "sm_90a") -> CompiledKernel:
     """Compile for (N, dtype, config). M stays dynamic. Works without a GPU (launch=None)."""
     threads, vec, _ = check_config(config, shape, dtype)
@@ -161,9 +60,11 @@ def compile_rmsnorm(config: dict[str, Any], shape: dict[str, int], dtype: str, a
     import cutlass
     import cutlass.cute as cute
 
-    cdtype = _cutlass_dtype(dtype)
+    from kernelscope.kernels.rmsnorm.kernel import RMSNormRows
+
+    cdtype = cute_build.cutlass_dtype(dtype)
     n = int(shape["N"])
-    on_gpu = _gpu_present()
+    on_gpu = cute_build.gpu_available()
     use_ffi = on_gpu and importlib.util.find_spec("tvm_ffi") is not None
     m_sym = cute.sym_int()
     align = 16
@@ -175,9 +76,10 @@ def compile_rmsnorm(config: dict[str, Any], shape: dict[str, int], dtype: str, a
     # directory); a temporary one keeps the user's folder clean.
     with tempfile.TemporaryDirectory(prefix="kernelscope-dsl-") as dump:
         options = f"--keep-cubin --keep-ptx --dump-dir={dump}" + (" --enable-tvm-ffi" if use_ffi else "")
-        compiled = cute.compile(_kernel_class()(n, threads, vec), x, w, y, cutlass.Float32(EPS), stream,
+        compiled = cute.compile(RMSNormRows(n, threads, vec), x, w, y, cutlass.Float32(EPS), stream,
                                 options=options)
-        cubin, sass, ptx = _read_artifacts(compiled)
+        cubin, ptx = cute_build.artifacts(compiled)
+        sass = cute_build.sass_of(cubin)
 
     launch = None
     bind = None

@@ -15,7 +15,7 @@ Block = `warps_m x warps_n` MMA warps + 1 load warp.
   commit/wait-group pipeline instead of barriers; it is only needed on parts without TMA.
 - Stages: a ring of `stages` A/B buffers with two mbarriers each (full: TMA bytes landed;
   empty: every MMA warp has read the stage). Waiters pass the parity of the phase they expect
-  (kernels/sm90_pipeline.py's TmaRing, used with a cluster of one).
+  (kernels/sm90/pipeline.py's TmaRing, used with a cluster of one).
 - MMA warps: each owns a (tile_m / warps_m) x (tile_n / warps_n) piece of the output. Per 16-deep
   k-block it loads its A and B fragments from shared memory with ldmatrix.x4 (.trans for N-major B)
   and issues mma.sync m16n8k16. Fragment loads run `wk_iters` k-blocks ahead of the MMAs, across
@@ -24,7 +24,7 @@ Block = `warps_m x warps_n` MMA warps + 1 load warp.
 - Persistent grid: as many blocks as SMs times the blocks that fit on one SM, computed from the
   compiled kernel's registers, its shared memory and its thread count (one for every shipped
   config); blocks stride over the output tiles in row, column or Morton order
-  (kernels/tile_scheduler.py).
+  (kernels/sm90/tile_scheduler.py).
 - Epilogue: accumulators rounded to the output dtype and stored straight from registers, two
   adjacent columns per store, masked at the M and N edges.
 Partial tiles: TMA zero-fills out-of-range loads, so K, M and N need no multiple of the tile; the
@@ -44,6 +44,7 @@ from kernelscope.kernels.cute_build import (
     fake_stream, gpu_available, to_cute)
 from kernelscope.kernels.gemm_problem import (
     make_inputs, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
+from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
 DTYPES = ("bfloat16", "float16")
@@ -52,12 +53,11 @@ RASTERS = {"row": "n", "column": "m", "morton": "morton"}
 ARCHS = ("sm_90a", "sm_120a")
 # Shared memory a block may use (opt-in maximum) per architecture, and per-SM limits used to
 # derive how many blocks are resident at once.
-SMEM_PER_BLOCK = {"sm_90a": 232448, "sm_120a": 101376}
-SMEM_PER_SM = {"sm_90a": 233472, "sm_120a": 102400}
+SMEM_PER_BLOCK = {"sm_90a": SMEM_PER_BLOCK_BYTES, "sm_120a": 101376}
+SMEM_PER_SM = {"sm_90a": SMEM_PER_SM_BYTES, "sm_120a": 102400}
 REGISTERS_PER_SM = 65536
 THREADS_PER_SM = {"sm_90a": 2048, "sm_120a": 1536}
 MAX_BLOCKS_PER_SM = 32
-SMEM_RESERVED = 1024           # barrier words and alignment slack beside the operand ring
 MMA_K = 16
 
 
@@ -106,7 +106,7 @@ class ResolvedMmaGemm:
 
 def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
     """Check a config for an architecture and derive the ring depth; ConfigRejected says why not."""
-    from kernelscope.kernels.tile_scheduler import SchedulePolicy
+    from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy
 
     if arch not in ARCHS:
         raise ConfigRejected(f"gemm_mma builds for {', '.join(ARCHS)}, not {arch}")
@@ -141,7 +141,7 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
             f"{cfg.mma_warps} warps) leave no registers for fragments; use more warps or a smaller tile")
     stage_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
     capacity = SMEM_PER_BLOCK[arch]
-    fit = (capacity - SMEM_RESERVED) // stage_bytes
+    fit = (capacity - SMEM_RESERVED_BYTES) // stage_bytes
     if cfg.stages is None:
         stages = min(fit, 6)
         if stages < 2:
@@ -155,9 +155,9 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
         if stages > fit:
             raise ConfigRejected(
                 f"{stages} stages of {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} need "
-                f"{stages * stage_bytes + SMEM_RESERVED} bytes of shared memory, {arch} allows "
+                f"{stages * stage_bytes + SMEM_RESERVED_BYTES} bytes of shared memory, {arch} allows "
                 f"{capacity} per block (at most {fit} stages fit)")
-    return ResolvedMmaGemm(cfg, arch, stages, stages * stage_bytes + SMEM_RESERVED)
+    return ResolvedMmaGemm(cfg, arch, stages, stages * stage_bytes + SMEM_RESERVED_BYTES)
 
 
 def resident_blocks_per_sm(registers: int, threads: int, smem_bytes: int, arch: str = "sm_90a") -> int:
@@ -188,266 +188,6 @@ def check_shape(shape: dict[str, int], dtype: str, b_major: str = "n"):
 
 
 # ---------------------------------------------------------------------------------------------
-# The kernel (cutlass is imported lazily: the module stays importable where the DSL is missing).
-# ---------------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def _kernel_class():
-    import cutlass
-    import cutlass.cute as cute
-    from cutlass.cute.nvgpu import warpgroup
-    from cutlass.memory import SmemAllocator
-
-    from kernelscope.kernels.sm90_pipeline import TmaRing, make_tma_load, publish_ring_init
-    from kernelscope.kernels.tile_scheduler import SchedulePolicy, TileScheduler
-
-    def smem_layout(dtype, rows: int, depth: int, stages: int, contiguous_rows: bool):
-        """Staged (rows, depth, stages) layout in 128-byte swizzled atoms, the layout TMA writes
-        with SWIZZLE_128B. contiguous_rows: the row index is the contiguous one (N-major B)."""
-        kind = warpgroup.SmemLayoutAtomKind.MN_SW128 if contiguous_rows else warpgroup.SmemLayoutAtomKind.K_SW128
-        atom = warpgroup.make_smem_layout_atom(kind, dtype)
-        return cute.tile_to_shape(atom, (rows, depth, stages), order=(1, 0, 2) if contiguous_rows else (0, 1, 2))
-
-    class MmaSyncGemm:
-        """One compiled variant: (config, dtype, B major, arch). Problem sizes stay dynamic."""
-
-        def __init__(self, resolved: ResolvedMmaGemm, dtype: str, b_major: str):
-            cfg = resolved.cfg
-            self.cfg = cfg
-            self.stages = resolved.stages
-            self.dtype = cutlass_dtype(dtype)
-            self.b_n_major = b_major == "n"
-            self.tile = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
-            self.policy = SchedulePolicy((1, 1), RASTERS[cfg.raster], cfg.group)
-
-        @cute.jit
-        def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
-                     grid_blocks: cutlass.Int32, stream):
-            cfg = self.cfg
-            bm, bn, bk = self.tile
-            op = cute.nvgpu.warp.MmaF16BF16Op(self.dtype, cutlass.Float32, (16, 8, 16))
-            # N permuted by 16 per warp: one ldmatrix.x4 of B feeds two n8 MMAs.
-            tiled_mma = cute.make_tiled_mma(op, cute.make_layout((cfg.warps_m, cfg.warps_n, 1)),
-                                            permutation_mnk=(cfg.warps_m * 16, cfg.warps_n * 16, 16))
-            sA_layout = smem_layout(self.dtype, bm, bk, self.stages, False)
-            sB_layout = smem_layout(self.dtype, bn, bk, self.stages, self.b_n_major)
-            tma_a, tA = make_tma_load(mA, sA_layout, (bm, bk), 1)
-            tma_b, tB = make_tma_load(mB, sB_layout, (bn, bk), 1)
-
-            tiles_m = (mC.shape[0] + bm - 1) // bm
-            tiles_n = (mC.shape[1] + bn - 1) // bn
-            sched = TileScheduler(self.policy, tiles_m, tiles_n)
-            blocks = cutlass.max(cutlass.min(sched.num_work, grid_blocks), 1)
-
-            @cute.struct
-            class Storage:
-                barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
-                sA: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sA_layout)], 1024]
-                sB: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sB_layout)], 1024]
-
-            self.storage = Storage
-            self.kernel(tma_a, tA, tma_b, tB, mC, tiled_mma, sA_layout, sB_layout,
-                        tiles_m, tiles_n).launch(
-                grid=[blocks, 1, 1], block=[cfg.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
-
-        @cute.kernel
-        def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
-                   mC: cute.Tensor, tiled_mma: cute.TiledMma,
-                   sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
-                   tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
-            tidx, _, _ = cute.arch.thread_idx()
-            warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-            lane = cute.arch.lane_idx()
-            block, _, _ = cute.arch.block_idx()
-            num_blocks, _, _ = cute.arch.grid_dim()
-            bm, bn, bk = self.tile
-            kb = self.cfg.k_blocks
-            wk = self.cfg.wk_iters
-
-            if warp_idx == 0:
-                cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
-                cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
-
-            smem = SmemAllocator()
-            storage = smem.allocate(self.storage)
-            stage_bytes = (cute.size_in_bytes(self.dtype, cute.slice_(sA_layout, (None, None, 0)))
-                           + cute.size_in_bytes(self.dtype, cute.slice_(sB_layout, (None, None, 0))))
-            ring = TmaRing(storage.barriers.data_ptr(), self.stages, stage_bytes,
-                           consumer_warps=self.cfg.mma_warps, cluster_mn=(1, 1))
-            ring.init(warp_idx)
-            publish_ring_init(ring)
-
-            sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)
-            sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
-            gA = cute.local_tile(mA, (bm, bk), (None, None))      # (bm, bk, tiles_m, tiles_k)
-            gB = cute.local_tile(mB, (bn, bk), (None, None))      # (bn, bk, tiles_n, tiles_k)
-            gC = cute.local_tile(mC, (bm, bn), (None, None))      # (bm, bn, tiles_m, tiles_n)
-            k_tiles = cute.size(gA, mode=[3])
-            sched = TileScheduler(self.policy, tiles_m, tiles_n)
-
-            tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-                tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-            tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-                tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
-            # Warp 0 keeps the ring `ahead` k-tiles in front of the MMA loop (stages - 1, or fewer
-            # when K is short, so that loads run at most one work tile ahead): the first ones now.
-            ahead = cutlass.min(k_tiles, self.stages - 1)
-            if block < sched.num_work:
-                tm0, tn0 = sched.tile_of_cta(block, 0, 0)
-                for s0 in cutlass.range_constexpr(self.stages - 1):
-                    if s0 < ahead:
-                        self.start_load(warp_idx, ring, cutlass.Int32(s0), cutlass.Int32(1), tm0, tn0,
-                                        cutlass.Int32(s0), tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
-
-            thr_mma = tiled_mma.get_slice(tidx)
-            tCsA = thr_mma.partition_A(sA)                      # (V, MMA_M, MMA_K, stages)
-            tCsB = thr_mma.partition_B(sB)
-            tCrA = tiled_mma.make_fragment_A(tCsA[None, None, None, 0])   # (V, MMA_M, MMA_K)
-            tCrB = tiled_mma.make_fragment_B(tCsB[None, None, None, 0])
-            acc = tiled_mma.make_fragment_C(thr_mma.partition_C(gC[(None, None, 0, 0)]))
-
-            ldsm_a = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4), self.dtype)
-            ldsm_b = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(self.b_n_major, 4), self.dtype)
-            s2r_a = cute.make_tiled_copy_A(ldsm_a, tiled_mma)
-            s2r_b = cute.make_tiled_copy_B(ldsm_b, tiled_mma)
-            thr_s2r_a = s2r_a.get_slice(tidx)
-            thr_s2r_b = s2r_b.get_slice(tidx)
-            tXsA = thr_s2r_a.partition_S(sA)                    # (CPY, CPY_M, CPY_K, stages)
-            tXrA = thr_s2r_a.retile(tCrA)
-            tXsB = thr_s2r_b.partition_S(sB)
-            tXrB = thr_s2r_b.retile(tCrB)
-
-            signals, dst = ring.release_signal(0, lane)
-            stage = cutlass.Int32(0)
-            phase = cutlass.Int32(0)
-            work = block
-            while work < sched.num_work:
-                # Tile coordinates here, where no accumulator is live: this one (for the epilogue
-                # and the loads still in it) and the next one (for loads that run into it).
-                tm, tn = sched.tile_of_cta(work, 0, 0)
-                next_valid = work + num_blocks < sched.num_work
-                tm_next, tn_next = sched.tile_of_cta(work + num_blocks, 0, 0)
-                acc.fill(0.0)
-                # Prologue: the first wk_iters k-blocks of the tile's first stage.
-                ring.consumer_wait(stage, phase)
-                for t in cutlass.range_constexpr(wk):
-                    self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, stage, t)
-                    if cutlass.const_expr(t == kb - 1):
-                        ring.consumer_release(stage, signals, dst)
-                # Every stage but the tile's last: fragment loads run ahead into the next stage.
-                for k in range(k_tiles - 1):
-                    nxt_stage = stage + 1
-                    nxt_phase = phase
-                    if nxt_stage == self.stages:
-                        nxt_stage = cutlass.Int32(0)
-                        nxt_phase ^= 1
-                    for j in cutlass.range_constexpr(kb):
-                        if cutlass.const_expr(j == self.cfg.refill_at):
-                            # Refill the stage consumed one k-tile ago, once every warp released it;
-                            # later in the k-tile gives slower warps time to get there first.
-                            self.issue_load(warp_idx, ring, k, stage, phase, ahead, k_tiles, tm, tn,
-                                            tm_next, tn_next, next_valid, tma_a, tAgA, tAsA, tma_b,
-                                            tBgB, tBsB)
-                        target = j + wk
-                        ahead_stage = stage if target < kb else nxt_stage
-                        t = target % kb
-                        if cutlass.const_expr(target == kb):
-                            ring.consumer_wait(nxt_stage, nxt_phase)
-                        if cutlass.const_expr(target - kb == j):
-                            # The fragments of k-block j are replaced: multiply first.
-                            self.mma(tiled_mma, acc, tCrA, tCrB, j)
-                            self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ahead_stage, t)
-                        else:
-                            self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ahead_stage, t)
-                            self.mma(tiled_mma, acc, tCrA, tCrB, j)
-                        if cutlass.const_expr(t == kb - 1):
-                            ring.consumer_release(ahead_stage, signals, dst)
-                    stage = nxt_stage
-                    phase = nxt_phase
-                # The tile's last stage: no next stage to run ahead into. Its refill is issued after
-                # its MMAs, where no fragment is live (the registers are tightest right here).
-                for j in cutlass.range_constexpr(kb):
-                    target = j + wk
-                    if cutlass.const_expr(target < kb):
-                        self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, stage, target)
-                        if cutlass.const_expr(target == kb - 1):
-                            ring.consumer_release(stage, signals, dst)
-                    self.mma(tiled_mma, acc, tCrA, tCrB, j)
-                self.issue_load(warp_idx, ring, k_tiles - 1, stage, phase, ahead, k_tiles, tm, tn,
-                                tm_next, tn_next, next_valid, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
-                stage += 1
-                if stage == self.stages:
-                    stage = cutlass.Int32(0)
-                    phase ^= 1
-
-                self.store_tile(thr_mma, acc, gC[(None, None, tm, tn)],
-                                (mC.shape[0] - tm * bm, mC.shape[1] - tn * bn))
-                work += num_blocks
-
-        @cute.jit
-        def issue_load(self, warp_idx, ring, k, stage, phase, ahead, k_tiles, tm, tn, tm_next, tn_next,
-                       next_valid, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB):
-            """Warp 0, once per k-tile of the MMA loop at (k, stage, phase): load the k-tile
-            `ahead` positions further on, in this work tile or the next one. Its stage and
-            barrier parity follow from the MMA loop's, so no load state is carried."""
-            if warp_idx == 0:
-                load_k = k + ahead
-                load_tm = tm
-                load_tn = tn
-                valid = next_valid | (load_k < k_tiles)
-                if load_k >= k_tiles:
-                    load_k = load_k - k_tiles
-                    load_tm = tm_next
-                    load_tn = tn_next
-                if valid:
-                    load_stage = stage + ahead
-                    # The load warp's pass through the ring is one ahead of the MMA loop's
-                    # (it starts at parity 1) until the load position wraps around the ring.
-                    load_phase = phase ^ 1
-                    if load_stage >= self.stages:
-                        load_stage = load_stage - self.stages
-                        load_phase = phase
-                    self.start_load(warp_idx, ring, load_stage, load_phase, load_tm, load_tn, load_k,
-                                    tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
-
-        @cute.jit
-        def start_load(self, warp_idx, ring, stage, phase, tm, tn, k, tma_a, tAgA, tAsA,
-                       tma_b, tBgB, tBsB):
-            """Warp 0: wait until `stage` is free (parity `phase`), then TMA one A and one B k-tile."""
-            if warp_idx == 0:
-                ring.producer_acquire(stage, phase)
-                bar = ring.full_barrier(stage)
-                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=bar)
-                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=bar)
-
-        @cute.jit
-        def load_fragments(self, s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, stage, k_block: cutlass.Constexpr):
-            cute.copy(s2r_a, tXsA[None, None, k_block, stage], tXrA[None, None, k_block])
-            cute.copy(s2r_b, tXsB[None, None, k_block, stage], tXrB[None, None, k_block])
-
-        @cute.jit
-        def mma(self, tiled_mma, acc, tCrA, tCrB, k_block: cutlass.Constexpr):
-            cute.gemm(tiled_mma, acc, tCrA[None, None, k_block], tCrB[None, None, k_block], acc)
-
-        @cute.jit
-        def store_tile(self, thr_mma, acc, gC_tile, residue_mn):
-            """Round and store this thread's accumulators: each pair of adjacent columns (mode 0's
-            first sub-mode) is one 32-bit store; rows and columns past the residue are skipped."""
-            bm, bn, _ = self.tile
-            tCgC = thr_mma.partition_C(gC_tile)
-            tCcC = thr_mma.partition_C(cute.make_identity_tensor((bm, bn)))
-            pair = cute.make_rmem_tensor(cute.make_layout(2), self.dtype)
-            for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
-                for i in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-                    for j in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                        if cute.elem_less(tCcC[((0, h), i, j)], residue_mn):
-                            pair.store(acc[((None, h), i, j)].load().to(self.dtype))
-                            cute.autovec_copy(pair, tCgC[((None, h), i, j)])
-
-    return MmaSyncGemm
-
-
-# ---------------------------------------------------------------------------------------------
 # Compile / launch
 # ---------------------------------------------------------------------------------------------
 
@@ -457,8 +197,10 @@ def _compiled(cfg: MmaGemmConfig, dtype: str, b_major: str, arch: str, use_gpu_t
     the result is directly callable with from_dlpack tensors; without, from fake tensors."""
     import cutlass.cute as cute
 
+    from kernelscope.kernels.gemm_mma.kernel import MmaSyncGemm
+
     resolved = resolve_config(cfg, arch)
-    gemm = _kernel_class()(resolved, dtype, b_major)
+    gemm = MmaSyncGemm(resolved, dtype, b_major)
     if use_gpu_tensors:
         a, b_nk, c = _example_inputs(dtype, b_major)
         args = [to_cute(a), to_cute(b_nk), to_cute(c)]

@@ -90,12 +90,12 @@ def main(argv=None):
         print(f"tests: exit code {int(code)} in {tests['seconds']:.0f} s", flush=True)
         if args.out:
             _write(args, argv, dev, torch, [], final=False, tests=tests)
-    fixed = fa.FlashSM90.from_mapping(json.loads(args.config)) if args.config else None
+    fixed = fa.FlashAttnConfig.from_mapping(json.loads(args.config)) if args.config else None
     refs = [r for r in args.refs.split(",") if r]
     rows = []
     for shape in _shapes(args.shapes):
         inputs = fa.make_inputs(shape, "bfloat16", seed=shape["S"] + shape["H"])
-        cfg = fixed or fa.FlashSM90.from_mapping(fa.FLASH_ATTN_SPEC.config_for(shape, "bfloat16"))
+        cfg = fixed or fa.FlashAttnConfig.from_mapping(fa.FLASH_ATTN_SPEC.config_for(shape, "bfloat16"))
         t0 = time.time()
         run = fa.bind_flash_attn(cfg, inputs)
         run()
@@ -119,7 +119,7 @@ def main(argv=None):
             except Exception as e:  # noqa: BLE001 - a reference that cannot run is recorded, not fatal
                 row[name] = {"ms": "n/a", "why": str(e).splitlines()[0][:200]}
         extras = []
-        for extra in [fa.FlashSM90.from_mapping(c) for c in json.loads(args.also or "[]")]:
+        for extra in [fa.FlashAttnConfig.from_mapping(c) for c in json.loads(args.also or "[]")]:
             if not (shape["causal"] or args.also_all):
                 continue
             inputs["out"].fill_(float("nan"))

@@ -42,7 +42,7 @@ def _parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", help="write the results as JSON here")
     p.add_argument("--shapes", help="subset, e.g. '8192x4096x4096' (MxNxK); default: the suite")
-    p.add_argument("--config", help="JSON config of the fused kernel (default: FusedConfig())")
+    p.add_argument("--config", help="JSON config of the fused kernel (default: GemmRmsNormConfig())")
     p.add_argument("--also", help="JSON list of further configs, timed at the first --also-shapes")
     p.add_argument("--also-shapes", type=int, default=2, help="how many shapes the --also configs run")
     p.add_argument("--rep-ms", type=float, default=100.0,
@@ -190,8 +190,8 @@ def main(argv=None):
     if fields is None and uuid:
         uuid, fields = None, clock_fields(None)
     clock_before = gpu_clock_reading(fields, uuid)
-    base_cfg = fused.FusedConfig.from_mapping(args.config_obj)
-    extra_cfgs = [fused.FusedConfig.from_mapping(c) for c in args.also_list]
+    base_cfg = fused.GemmRmsNormConfig.from_mapping(args.config_obj)
+    extra_cfgs = [fused.GemmRmsNormConfig.from_mapping(c) for c in args.also_list]
     rows = []
     for i, shape in enumerate(_shapes(args.shapes)):
         M, N, K = shape["M"], shape["N"], shape["K"]
@@ -227,7 +227,7 @@ def main(argv=None):
         if args.with_gemm:
             from kernelscope.kernels import gemm as plain
             gcfg = plain.GemmConfig(tile_n=base_cfg.tile_n, cluster=tuple(base_cfg.cluster),
-                                    raster=base_cfg.raster, swizzle=base_cfg.swizzle)
+                                    raster=base_cfg.raster, group=base_cfg.group)
             sides.append(plain.bind_gemm(gcfg, {"a": x, "b": w_folded, "out": gemm_out}))
         with ClockSampler(fields, uuid) as sampler:
             t0 = time.perf_counter()

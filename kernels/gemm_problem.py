@@ -1,13 +1,24 @@
 """The GEMM problem C[M, N] = A[M, K] @ B[K, N] that the `gemm` and `gemm_mma` kernels solve:
 the shape suite, the inputs, the references and the work it takes (FLOPs, bytes).
 
-Also the parts of a kernel's config and shape checks that every GEMM-shaped kernel spells the
-same way (gemm_rmsnorm included): integer, positive M, N, K; known config keys; a cluster shape.
+Also the parts of a kernel's shape and config checks that every GEMM-shaped kernel spells the
+same way (gemm_rmsnorm included): integer, positive M, N, K; the depth of the A/B ring that
+shared memory holds.
 """
 
-from typing import Any
-
+from kernelscope.kernels.sm90.device import SMEM_RESERVED_BYTES
 from kernelscope.kernels.spec import ConfigRejected
+
+# Raster orders by their config names -> the tile scheduler's walk (kernels/sm90/tile_scheduler.py):
+# "row" walks along N first (consecutive work items share A's row panel), "column" along M (they
+# share B's column panel), "morton" a Z-order inside `group` x `group` blocks. `group` is the
+# panel width (row, column) or the block side (morton), in (cluster) tiles.
+RASTERS = {"row": "n", "column": "m", "morton": "morton"}
+# Raster orders measured on the device for the WGMMA kernels (gemm, gemm_rmsnorm).
+WGMMA_RASTERS = ("column", "row")
+# The names gemm and gemm_rmsnorm used before: raster "m" / "n" and the group size as `swizzle`.
+EARLIER_RASTER_NAMES = {"m": "column", "n": "row"}
+EARLIER_GROUP_KEY = {"swizzle": "group"}
 
 SUITE = [
     {"M": 2048, "N": 2048, "K": 2048},
@@ -65,16 +76,25 @@ def problem_dims(shape, kernel: str) -> tuple[int, int, int]:
     return M, N, K
 
 
-def reject_unknown_keys(config: dict[str, Any], config_class, kernel: str) -> None:
-    """ConfigRejected listing the keys of `config` that are no field of the config dataclass."""
-    known = set(config_class.__dataclass_fields__)
-    unknown = sorted(set(config) - known)
-    if unknown:
-        raise ConfigRejected(f"unknown {kernel} config keys {unknown}; known: {sorted(known)}")
-
-
-def parse_cluster(value) -> tuple[int, ...]:
-    """A cluster shape given as (2, 1), [2, 1], "2x1" or "2,1", as a tuple of ints."""
-    if isinstance(value, str):
-        value = value.lower().replace("x", ",").split(",")
-    return tuple(int(x) for x in value)
+def ring_depth(tile_mnk: tuple[int, int, int], requested: int | None, most: int, other_bytes: int,
+               capacity: int, target: str = "") -> int:
+    """Stages of a ring of 16-bit A and B tiles: `requested`, or (None) as many as fit in
+    `capacity` bytes of shared memory beside `other_bytes` (epilogue buffers) and the reserved
+    bytes, at most `most`. ConfigRejected, naming the `target` architecture when given, unless
+    at least two fit."""
+    m, n, k = tile_mnk
+    stage_bytes = (m + n) * k * 2
+    fit = (capacity - SMEM_RESERVED_BYTES - other_bytes) // stage_bytes
+    limit = f"{capacity} bytes of shared memory" + (f" on {target}" if target else "")
+    if requested is None:
+        if fit < 2:
+            raise ConfigRejected(f"tile {m}x{n}x{k} leaves room for {fit} stage(s) in {limit}; "
+                                 "at least 2 are needed")
+        return min(fit, most)
+    if requested < 2:
+        raise ConfigRejected(f"stages must be at least 2, got {requested}")
+    if requested > fit:
+        need = requested * stage_bytes + other_bytes + SMEM_RESERVED_BYTES
+        raise ConfigRejected(f"{requested} stages of {m}x{n}x{k} need {need} bytes of shared memory, "
+                             f"the limit is {limit} (at most {fit} stages fit)")
+    return requested

@@ -38,7 +38,7 @@ def _all_variants():
             (2, 3), (True, False), (True, False), (False, True), fa.HEAD_DIMS, (0, 1), fa.DTYPES):
         cfg = {"num_stages": stages, "intra_wg_overlap": overlap, "pingpong": pingpong, "o_reuses_q": reuse}
         try:
-            fa.validate(fa.FlashSM90.from_mapping(cfg), D)
+            fa.validate(fa.FlashAttnConfig.from_mapping(cfg), D)
         except ConfigRejected:
             continue
         out.append((cfg, D, causal, dtype))
@@ -138,12 +138,12 @@ def test_bad_configs_are_refused(config, D, why):
 
 def test_three_math_warpgroups_limits():
     with pytest.raises(ConfigRejected, match="square tiles"):
-        fa.validate(fa.FlashSM90(qk_mn=(192, 128)), 64, causal=True)
+        fa.validate(fa.FlashAttnConfig(qk_mn=(192, 128)), 64, causal=True)
     with pytest.raises(ConfigRejected, match="160 registers each"):
-        fa.validate(fa.FlashSM90(qk_mn=(192, 128)), 128, causal=False)
+        fa.validate(fa.FlashAttnConfig(qk_mn=(192, 128)), 128, causal=False)
     with pytest.raises(ConfigRejected, match="128 or 192"):
-        fa.validate(fa.FlashSM90(qk_mn=(256, 128)), 64, causal=False)
-    assert fa.math_warpgroups(fa.FlashSM90(qk_mn=(192, 128))) == 3
+        fa.validate(fa.FlashAttnConfig(qk_mn=(256, 128)), 64, causal=False)
+    assert fa.math_warpgroups(fa.FlashAttnConfig(qk_mn=(192, 128))) == 3
 
 
 def test_causal_sections_fit_half_of_l2():
@@ -157,13 +157,13 @@ def test_causal_sections_fit_half_of_l2():
 def test_wide_key_blocks_refused_when_causal():
     with pytest.raises(ConfigRejected, match="square tiles"):
         fa.compile_flash_attn({"qk_mn": (128, 192)}, {"B": 1, "H": 1, "S": 128, "D": 64, "causal": 1})
-    fa.validate(fa.FlashSM90(qk_mn=(128, 192)), 64, causal=False)
-    fa.validate(fa.FlashSM90(num_stages=3, o_reuses_q=True), 128, causal=True)
+    fa.validate(fa.FlashAttnConfig(qk_mn=(128, 192)), 64, causal=False)
+    fa.validate(fa.FlashAttnConfig(num_stages=3, o_reuses_q=True), 128, causal=True)
 
 
 def test_unknown_key_dtype_and_arch_are_refused():
     with pytest.raises(ConfigRejected, match="unknown"):
-        fa.FlashSM90.from_mapping({"tile": 3})
+        fa.FlashAttnConfig.from_mapping({"tile": 3})
     with pytest.raises(ConfigRejected, match="dtype"):
         fa.compile_flash_attn({}, {"B": 1, "H": 1, "S": 128, "D": 64}, "float32")
     with pytest.raises(ConfigRejected, match="sm_90a"):
@@ -192,6 +192,6 @@ def test_flops_and_spec():
     assert fa.attention_flops(s) == 4.0 * 4 * 16 * 8192 * 8192 * 128
     assert fa.attention_flops(dict(s, causal=1)) == fa.attention_flops(s) / 2
     assert fa.FLASH_ATTN_SPEC.references[0] == "sdpa"
-    assert fa.FLASH_ATTN_SPEC.default_config == fa.FlashSM90().to_dict()
+    assert fa.FLASH_ATTN_SPEC.default_config == fa.FlashAttnConfig().to_dict()
 
 

@@ -30,7 +30,7 @@ REUSE_THREE_STAGES = {"num_stages": 3, "o_reuses_q": True}    # 3 stages at D=12
 def run(config, B, H, S, D, causal, dtype="bfloat16", seed=0):
     shape = {"B": B, "H": H, "S": S, "D": D, "causal": int(causal)}
     inputs = fa.make_inputs(shape, dtype, seed=seed)
-    launch = fa.bind_flash_attn(fa.FlashSM90.from_mapping(config), inputs)
+    launch = fa.bind_flash_attn(fa.FlashAttnConfig.from_mapping(config), inputs)
     launch()
     torch.cuda.synchronize()
     return inputs, launch
@@ -150,7 +150,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 from kernelscope.kernels import flash_attn as fa
 D, reuse = int(sys.argv[1]), sys.argv[2] == "1"
 inputs = fa.make_inputs({"B": 4, "H": 8, "S": 1111, "D": D, "causal": 1}, "bfloat16", seed=3)
-fa.bind_flash_attn(fa.FlashSM90(num_stages=3, o_reuses_q=reuse), inputs)()
+fa.bind_flash_attn(fa.FlashAttnConfig(num_stages=3, o_reuses_q=reuse), inputs)()
 torch.cuda.synchronize()
 ref = fa.reference_fp32(inputs)
 err = (inputs["out"].float() - ref).abs().max().item()

@@ -16,7 +16,7 @@ from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileSchedule
 VARIANTS = [
     ({}, "bfloat16", True),                                                    # default 128x256, 2x1
     ({"a_major": "m", "b_major": "k", "out_dtype": "float32", "cluster": (1, 2)}, "float16", False),
-    ({"tile_m": 64, "tile_n": 128, "consumer_wgs": 1, "cluster": (1, 1), "raster": "n"}, "float16", True),
+    ({"tile_m": 64, "tile_n": 128, "consumer_wgs": 1, "cluster": (1, 1), "raster": "row"}, "float16", True),
 ]
 
 
@@ -48,7 +48,7 @@ def test_spec_expected_sass_matches_default_build():
     ({"consumer_wgs": 3}, "consumer_wgs"),
     ({"tile_m": 256}, "tile_m"),
     ({"raster": "diagonal"}, "raster"),
-    ({"swizzle": 0}, "swizzle"),
+    ({"group": 0}, "group size"),
     ({"epi_n": 48}, "epi_n"),
     ({"epi_stages": 3}, "epi_stages"),
     ({"no_such_key": 1}, "unknown"),
@@ -62,6 +62,16 @@ def test_invalid_configs_are_refused_with_a_reason(bad, needle):
 def test_unsupported_shapes_are_refused(shape, dtype):
     with pytest.raises(ConfigRejected):
         gemm.compile_gemm({}, shape, dtype)
+
+
+def test_earlier_config_names_stay_accepted():
+    """raster "m" / "n" and the group size as `swizzle` were gemm's names before the kernels
+    shared gemm_mma's (row, column, group): saved suites and command lines keep working."""
+    assert gemm.GemmConfig.from_mapping({"raster": "m", "swizzle": 4}) == gemm.GemmConfig(raster="column", group=4)
+    assert gemm.GemmConfig.from_mapping({"raster": "n"}).raster == "row"
+    assert gemm.GemmConfig.from_mapping({"raster": "row"}).to_dict()["raster"] == "row"
+    # Merged over the default config (KernelSpec.config_for), the earlier name wins.
+    assert gemm.GemmConfig.from_mapping({**gemm.GEMM_SPEC.default_config, "swizzle": 2}).group == 2
 
 
 def test_stages_are_derived_from_shared_memory():

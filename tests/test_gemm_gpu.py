@@ -1,6 +1,6 @@
 """Hopper GEMM correctness on the GPU against an fp32 torch reference: every input and output
 dtype, both major orders of A and B, odd and partial-tile shapes, and the config knobs
-(tiles, clusters, raster, swizzle, stages, epilogue subtiles)."""
+(tiles, clusters, raster, group, stages, epilogue subtiles)."""
 
 import os
 
@@ -72,8 +72,8 @@ def test_odd_shapes(M, N, K):
     {"tile_n": 192, "cluster": (1, 2)},
     {"tile_m": 64, "tile_n": 128, "consumer_wgs": 1},
     {"tile_m": 64, "tile_n": 256, "consumer_wgs": 1, "cluster": (2, 1)},
-    {"raster": "n", "swizzle": 3},
-    {"raster": "m", "swizzle": 1},
+    {"raster": "row", "group": 3},
+    {"raster": "column", "group": 1},
     {"stages": 2},
     {"stages": 3, "epi_n": 64, "epi_stages": 2},
     {"epi_n": 16},

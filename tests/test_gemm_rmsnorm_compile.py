@@ -21,7 +21,7 @@ _HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
 VARIANTS = [
     ({}, "bfloat16"),                                                           # 128x256, 2x1, two A buffers
     ({"a_buffers": 1, "cluster": (1, 2), "w_major": "k"}, "float16"),
-    ({"tile_n": 128, "cluster": (1, 1), "raster": "n"}, "bfloat16"),
+    ({"tile_n": 128, "cluster": (1, 1), "raster": "row"}, "bfloat16"),
     ({"pingpong": True}, "bfloat16"),
     ({"pingpong": True, "a_buffers": 1, "tile_n": 128, "cluster": (1, 2), "w_major": "k"}, "float16"),
 ]
@@ -131,9 +131,9 @@ def test_pingpong_roles_turns_and_epilogue_barriers_in_sass():
 
 def test_pingpong_ring_depth_with_an_epilogue_buffer_per_warpgroup():
     # 64-row stages (40 KiB at tile_n 256) with two sets of epilogue buffers.
-    assert fused.ring_stages(fused.FusedConfig(pingpong=True)) == 4
-    assert fused.ring_stages(fused.FusedConfig(pingpong=True, epi_stages=2)) == 5
-    assert fused.ring_stages(fused.FusedConfig()) == 4
+    assert fused.ring_stages(fused.GemmRmsNormConfig(pingpong=True)) == 4
+    assert fused.ring_stages(fused.GemmRmsNormConfig(pingpong=True, epi_stages=2)) == 5
+    assert fused.ring_stages(fused.GemmRmsNormConfig()) == 4
 
 
 def test_row_halves_rejects_a_layout_without_row_pairs():

@@ -31,7 +31,7 @@ def check(config, M, N, K, dtype="bfloat16", seed=0, w_major="n", zero_rows=(), 
         inputs["x"][r].zero_()
     if w_major == "k":
         inputs["w"] = inputs["w"].t().contiguous()             # (N, K), as an nn.Linear weight
-    cfg = fused.FusedConfig.from_mapping(config)
+    cfg = fused.GemmRmsNormConfig.from_mapping(config)
     fused.bind_gemm_rmsnorm(cfg, inputs)()
     torch.cuda.synchronize()
     got = inputs["out"].double()
@@ -68,10 +68,10 @@ def test_shapes(M, N, K, schedule):
 @pytest.mark.parametrize("config", [
     {"a_buffers": 1},
     {"cluster": (1, 1), "tile_n": 128},
-    {"cluster": (1, 2), "raster": "n"},
+    {"cluster": (1, 2), "raster": "row"},
     {"pingpong": True, "a_buffers": 1},
     {"pingpong": True, "cluster": (1, 1), "tile_n": 128},
-    {"pingpong": True, "cluster": (1, 2), "raster": "n"},
+    {"pingpong": True, "cluster": (1, 2), "raster": "row"},
     {"pingpong": True, "cluster": (4, 1), "epi_stages": 2},
 ], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
 def test_configs(config):

@@ -40,10 +40,11 @@ kernel class is in kernel.py, imported when a variant is compiled.
 import functools
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernelscope.kernels import cute_build
+from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, l2_bytes, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
@@ -62,7 +63,11 @@ FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
 
 
 @dataclass(frozen=True)
-class FlashSM90:
+class FlashAttnConfig(KernelConfig):
+    KERNEL = "flash_attn"
+    PAIRS = ("qk_mn",)
+    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q")
+
     qk_mn: tuple[int, int] = (128, 128)
     num_stages: int = 2
     cluster_size_m: int = 1
@@ -73,30 +78,8 @@ class FlashSM90:
     # TMA stores have read it.
     o_reuses_q: bool = False
 
-    @classmethod
-    def from_mapping(cls, cfg: dict[str, Any] | None) -> "FlashSM90":
-        cfg = dict(cfg or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ConfigRejected(f"unknown flash_attn config keys {unknown}; known: {sorted(known)}")
-        if "qk_mn" in cfg:
-            q = cfg["qk_mn"]
-            if isinstance(q, str):
-                q = q.lower().replace("x", ",").split(",")
-            cfg["qk_mn"] = tuple(int(x) for x in q)
-        for flag in ("intra_wg_overlap", "pingpong", "o_reuses_q"):
-            if flag in cfg and isinstance(cfg[flag], str):
-                cfg[flag] = cfg[flag].lower() in ("1", "true", "yes")
-        return cls(**cfg)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["qk_mn"] = list(self.qk_mn)
-        return d
-
-
-def smem_bytes(cfg: FlashSM90, head_dim: int) -> int:
+def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
     tm, tn = cfg.qk_mn
     q = tm * head_dim * 2
     kv = 2 * cfg.num_stages * tn * head_dim * 2
@@ -114,11 +97,11 @@ def epi_stages(head_dim: int) -> int:
 LOCKED_REGS_MAX = {2: 208, 3: 128}
 
 
-def math_warpgroups(cfg: "FlashSM90") -> int:
+def math_warpgroups(cfg: "FlashAttnConfig") -> int:
     return cfg.qk_mn[0] // 64
 
 
-def validate(cfg: FlashSM90, head_dim: int | None = None, causal: bool | None = None) -> None:
+def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | None = None) -> None:
     """Raise ConfigRejected with the reason when the config (and head dim, causal flag) cannot
     be built."""
     tm, tn = tuple(cfg.qk_mn)
@@ -254,7 +237,7 @@ def _fake_operands(dtype: str, head_dim: int):
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(cfg: FlashSM90, dtype: str, head_dim: int, causal: bool, use_gpu_tensors: bool):
+def _compiled(cfg: FlashAttnConfig, dtype: str, head_dim: int, causal: bool, use_gpu_tensors: bool):
     """Compile one variant. With a GPU the signature comes from real (dynamic-layout) tensors, so
     the result is callable with from_dlpack tensors; without, from fake tensors."""
     import cutlass
@@ -275,11 +258,11 @@ def _compiled(cfg: FlashSM90, dtype: str, head_dim: int, causal: bool, use_gpu_t
                         options=cute_build.artifact_options("kernelscope-flash-"))
 
 
-def _config_of(config) -> FlashSM90:
-    return config if isinstance(config, FlashSM90) else FlashSM90.from_mapping(config)
+def _config_of(config) -> FlashAttnConfig:
+    return config if isinstance(config, FlashAttnConfig) else FlashAttnConfig.from_mapping(config)
 
 
-def compile_flash_attn(config: dict[str, Any] | FlashSM90 | None, shape: dict[str, int] | None = None,
+def compile_flash_attn(config: dict[str, Any] | FlashAttnConfig | None, shape: dict[str, int] | None = None,
                        dtype: str = "bfloat16", arch: str = "sm_90a") -> CompiledKernel:
     """KernelSpec.compile: works without a GPU (launch=None then). The variant is fixed by the
     config, dtype, head dim and causal flag of `shape` (default D=128, not causal)."""
@@ -304,7 +287,7 @@ def section_heads(seqlen: int, head_dim: int, elem_bytes: int, pairs: int, l2: i
     return max(1, min(pairs, budget // max(kv_per_pair, 1)))
 
 
-def bind_flash_attn(cfg: FlashSM90, inputs) -> Callable[[], Any]:
+def bind_flash_attn(cfg: FlashAttnConfig, inputs) -> Callable[[], Any]:
     """Zero-argument launcher for inputs {q, k, v, out: (B, S, H, D), causal, softmax_scale}
     (GPU only). Compiled once per variant; operands converted here, once."""
     q, k, v, out = inputs["q"], inputs["k"], inputs["v"], inputs["out"]
@@ -347,7 +330,7 @@ SUITE = [
 
 
 def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
-    """Per-shape choice over FlashSM90(), from paired round-robin timings on an H200
+    """Per-shape choice over FlashAttnConfig(), from paired round-robin timings on an H200
     (benchmarks/results/flash_attn-h200*.json): without the causal mask, wider key blocks cut
     the per-block softmax and barrier work per score: at D=128 (128, 160) took 0.966-1.007x
     the time of (128, 128) over three runs and three shapes, ~1.4% less on average (wider still
@@ -413,7 +396,7 @@ FLASH_ATTN_SPEC = KernelSpec(
                 "ping-pong math warpgroups, persistent schedule, TMA-store epilogue",
     references=["sdpa", "sdpa.cudnn", "sdpa.flash", "fa4"],
     default_shapes=[dict(s) for s in SUITE],
-    default_config=FlashSM90().to_dict(),
+    default_config=FlashAttnConfig().to_dict(),
     dtypes=list(DTYPES),
     make_inputs=make_inputs,
     compile=compile_flash_attn,

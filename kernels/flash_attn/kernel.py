@@ -12,7 +12,7 @@ from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
 from kernelscope.kernels.flash_attn import (
-    EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, FlashSM90, check_compact, check_fragments, epi_stages,
+    EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, FlashAttnConfig, check_compact, check_fragments, epi_stages,
     math_warpgroups, validate)
 from kernelscope.kernels.sm90.barriers import AttentionBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
@@ -38,7 +38,7 @@ def pack_16bit(lo, hi, ptx_type: str):
 class FlashAttentionSm90:
     """One compiled variant: (config, dtype, head dim, causal). B, H, S stay dynamic."""
 
-    def __init__(self, cfg: FlashSM90, dtype: str, head_dim: int, causal: bool):
+    def __init__(self, cfg: FlashAttnConfig, dtype: str, head_dim: int, causal: bool):
         validate(cfg, head_dim, causal)
         self.cfg = cfg
         self.dtype = cutlass_dtype(dtype)

@@ -24,15 +24,17 @@ kernel class is in kernel.py, imported when a variant is compiled.
 import functools
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
     fake_stream, gpu_available, max_active_clusters, to_cute)
+from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.gemm_problem import (
-    SUITE, make_inputs, parse_cluster, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
+    EARLIER_GROUP_KEY, EARLIER_RASTER_NAMES, RASTERS, SUITE, WGMMA_RASTERS, make_inputs, problem_dims,
+    reference_fp32, ring_depth, torch_reference)
 from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
@@ -43,30 +45,22 @@ MAJORS_B = ("n", "k")      # B is K x N: "n" = row-major (N contiguous), "k" = c
 
 
 @dataclass(frozen=True)
-class GemmConfig:
+class GemmConfig(KernelConfig):
+    KERNEL = "gemm"
+    PAIRS = ("cluster",)
+    KEY_ALIASES = EARLIER_GROUP_KEY
+    VALUE_ALIASES = {"raster": EARLIER_RASTER_NAMES}
+
     tile_m: int = 128
     tile_n: int = 256
     tile_k: int = 64
     stages: int | None = None          # None: as many as shared memory holds (at most 8)
     cluster: tuple[int, int] = (2, 1)  # CTAs per cluster along (M, N)
-    raster: str = "m"                  # "m" or "n"
-    swizzle: int = 8                   # tile-scheduler group size, in cluster tiles
+    raster: str = "column"             # "column" or "row" (kernels/gemm_problem.py, RASTERS)
+    group: int = 8                     # raster panel width, in cluster tiles
     consumer_wgs: int = 2              # 1 or 2 consumer warpgroups (64 rows of the tile each)
     epi_n: int = 32                    # epilogue subtile width (columns)
     epi_stages: int | None = None      # None: 4 for 16-bit outputs, 2 for fp32 (capped by subtiles)
-
-    @classmethod
-    def from_mapping(cls, cfg: dict[str, Any] | None) -> "GemmConfig":
-        cfg = dict(cfg or {})
-        reject_unknown_keys(cfg, cls, "gemm")
-        if cfg.get("cluster") is not None:
-            cfg["cluster"] = parse_cluster(cfg["cluster"])
-        return cls(**cfg)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["cluster"] = list(self.cluster)
-        return d
 
 
 def _width(dtype: str) -> int:
@@ -99,7 +93,9 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
         raise ConfigRejected(f"tile_k must be 64 (one 128-byte swizzle row of 16-bit data), got {cfg.tile_k}")
     if cfg.epi_n not in (16, 32, 64) or cfg.tile_n % cfg.epi_n:
         raise ConfigRejected(f"epi_n must be 16, 32 or 64 and divide tile_n={cfg.tile_n}, got {cfg.epi_n}")
-    why = SchedulePolicy(tuple(cfg.cluster), cfg.raster, cfg.swizzle).validate()
+    if cfg.raster not in WGMMA_RASTERS:
+        raise ConfigRejected(f"raster must be one of {WGMMA_RASTERS}, got {cfg.raster!r}")
+    why = SchedulePolicy(tuple(cfg.cluster), RASTERS[cfg.raster], cfg.group).validate()
     if why:
         raise ConfigRejected(why)
     if out_dtype not in OUT_DTYPES:
@@ -118,25 +114,9 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
         raise ConfigRejected(
             f"epi_stages={cfg.epi_stages} must divide the {subtiles} epilogue subtiles of a tile")
     epi_bytes = cfg.tile_m * cfg.epi_n * _width(out_dtype) // 8 * epi_stages
-    stage_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
-    room = SMEM_PER_BLOCK_BYTES - SMEM_RESERVED_BYTES - epi_bytes
-    fit = room // stage_bytes
-    if cfg.stages is None:
-        stages = min(fit, 8)
-        if stages < 2:
-            raise ConfigRejected(
-                f"tile {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} leaves room for {fit} stage(s) in "
-                f"{SMEM_PER_BLOCK_BYTES} bytes of shared memory; at least 2 are needed")
-    else:
-        stages = cfg.stages
-        if stages < 2:
-            raise ConfigRejected(f"stages must be at least 2, got {stages}")
-        if stages > fit:
-            need = stages * stage_bytes + epi_bytes + SMEM_RESERVED_BYTES
-            raise ConfigRejected(
-                f"{stages} stages of {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} need {need} bytes of "
-                f"shared memory, the limit is {SMEM_PER_BLOCK_BYTES} (at most {fit} stages fit)")
-    smem = stages * stage_bytes + epi_bytes + SMEM_RESERVED_BYTES
+    tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
+    stages = ring_depth(tile_mnk, cfg.stages, 8, epi_bytes, SMEM_PER_BLOCK_BYTES)
+    smem = stages * (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2 + epi_bytes + SMEM_RESERVED_BYTES
     return ResolvedGemm(cfg, stages, epi_stages, smem)
 
 
@@ -295,8 +275,8 @@ GEMM_SPEC = KernelSpec(
     config_space={
         "tile_n": [128, 192, 256],
         "cluster": [(1, 1), (2, 1), (1, 2)],
-        "raster": ["m", "n"],
-        "swizzle": [1, 4, 8, 16],
+        "raster": ["column", "row"],
+        "group": [1, 4, 8, 16],
         "consumer_wgs": [1, 2],
         "stages": [None, 3, 4, 5],
     },

@@ -8,6 +8,7 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
+from kernelscope.kernels.gemm_problem import RASTERS
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.pipeline import RingPosition
@@ -26,7 +27,7 @@ class HopperGemm(WarpSpecializedGemm):
         self.c_dtype = cutlass_dtype(c_dtype)
         self.tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
         self.cluster_mn = tuple(cfg.cluster)
-        self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
+        self.policy = SchedulePolicy(self.cluster_mn, RASTERS[cfg.raster], cfg.group)
         self.consumer_wgs = cfg.consumer_wgs
         self.threads = 128 * (1 + cfg.consumer_wgs)
         self.consumer_threads = 128 * cfg.consumer_wgs
@@ -51,14 +52,7 @@ class HopperGemm(WarpSpecializedGemm):
         tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
         tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters)
 
-        @cute.struct
-        class Storage:
-            barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
-            sA: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(sA_layout)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(sB_layout)], 1024]
-            sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sC_layout)], 1024]
-
-        self.storage = Storage
+        self.storage = self.shared_storage(sA_layout, sB_layout, self.c_dtype, sC_layout)
         self.launch(self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, tiled_mma,
                                 sA_layout, sB_layout, sC_layout, tiles_m, tiles_n), clusters, stream)
 

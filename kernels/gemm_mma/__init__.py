@@ -35,21 +35,21 @@ contiguous extent of A and B must be a multiple of 8 elements (16-byte TMA strid
 import functools
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
     artifact_options, artifacts, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
     fake_stream, gpu_available, to_cute)
+from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.gemm_problem import (
-    make_inputs, problem_dims, reference_fp32, reject_unknown_keys, torch_reference)
+    RASTERS, make_inputs, problem_dims, reference_fp32, ring_depth, torch_reference)
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
 DTYPES = ("bfloat16", "float16")
 B_MAJORS = ("n", "k")          # B is K x N: "n" = row-major (N contiguous), "k" = column-major
-RASTERS = {"row": "n", "column": "m", "morton": "morton"}
 ARCHS = ("sm_90a", "sm_120a")
 # Shared memory a block may use (opt-in maximum) per architecture, and per-SM limits used to
 # derive how many blocks are resident at once.
@@ -62,7 +62,9 @@ MMA_K = 16
 
 
 @dataclass(frozen=True)
-class MmaGemmConfig:
+class MmaGemmConfig(KernelConfig):
+    KERNEL = "gemm_mma"
+
     tile_m: int = 128
     tile_n: int = 256
     tile_k: int = 64
@@ -76,12 +78,8 @@ class MmaGemmConfig:
 
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "MmaGemmConfig":
-        cfg = {k: v for k, v in dict(cfg or {}).items() if k not in ("b_major",)}
-        reject_unknown_keys(cfg, cls, "gemm_mma")
-        return cls(**cfg)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """b_major belongs to the operands (a compile argument), not to the config: dropped."""
+        return super().from_mapping({k: v for k, v in dict(cfg or {}).items() if k != "b_major"})
 
     @property
     def mma_warps(self) -> int:
@@ -139,24 +137,8 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
         raise ConfigRejected(
             f"{acc_regs} fp32 accumulators per thread (tile {cfg.tile_m}x{cfg.tile_n} over "
             f"{cfg.mma_warps} warps) leave no registers for fragments; use more warps or a smaller tile")
+    stages = ring_depth((cfg.tile_m, cfg.tile_n, cfg.tile_k), cfg.stages, 6, 0, SMEM_PER_BLOCK[arch], arch)
     stage_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
-    capacity = SMEM_PER_BLOCK[arch]
-    fit = (capacity - SMEM_RESERVED_BYTES) // stage_bytes
-    if cfg.stages is None:
-        stages = min(fit, 6)
-        if stages < 2:
-            raise ConfigRejected(
-                f"tile {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} leaves room for {fit} stage(s) in "
-                f"{capacity} bytes of shared memory on {arch}; at least 2 are needed")
-    else:
-        stages = cfg.stages
-        if stages < 2:
-            raise ConfigRejected(f"stages must be at least 2, got {stages}")
-        if stages > fit:
-            raise ConfigRejected(
-                f"{stages} stages of {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} need "
-                f"{stages * stage_bytes + SMEM_RESERVED_BYTES} bytes of shared memory, {arch} allows "
-                f"{capacity} per block (at most {fit} stages fit)")
     return ResolvedMmaGemm(cfg, arch, stages, stages * stage_bytes + SMEM_RESERVED_BYTES)
 
 

@@ -7,7 +7,8 @@ from cutlass.cute.nvgpu import warpgroup
 from cutlass.memory import SmemAllocator
 
 from kernelscope.kernels.cute_build import cutlass_dtype
-from kernelscope.kernels.gemm_mma import RASTERS, ResolvedMmaGemm
+from kernelscope.kernels.gemm_mma import ResolvedMmaGemm
+from kernelscope.kernels.gemm_problem import RASTERS
 from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing, make_tma_load, publish_ring_init
 from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileScheduler
 

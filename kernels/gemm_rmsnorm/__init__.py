@@ -50,8 +50,10 @@ from typing import Any, Callable
 from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands, fake_stream,
     gpu_available, max_active_clusters, to_cute)
-from kernelscope.kernels.gemm_problem import parse_cluster, problem_dims, reject_unknown_keys
-from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES
+from kernelscope.kernels.config import KernelConfig
+from kernelscope.kernels.gemm_problem import (
+    EARLIER_GROUP_KEY, EARLIER_RASTER_NAMES, RASTERS, WGMMA_RASTERS, problem_dims, ring_depth)
+from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
 DTYPES = ("bfloat16", "float16")
@@ -63,37 +65,29 @@ DEFAULT_EPS = 1e-6
 
 
 @dataclass(frozen=True)
-class FusedConfig:
+class GemmRmsNormConfig(KernelConfig):
+    KERNEL = "gemm_rmsnorm"
+    PAIRS = ("cluster",)
+    KEY_ALIASES = EARLIER_GROUP_KEY
+    VALUE_ALIASES = {"raster": EARLIER_RASTER_NAMES}
+
     tile_n: int = 256
     stages: int | None = None           # None: as many as shared memory holds (at most 8)
     cluster: tuple[int, int] = (2, 1)   # CTAs per cluster along (M, N)
-    raster: str = "m"
-    swizzle: int = 8                    # tile-scheduler group size, in cluster tiles
+    raster: str = "column"              # "column" or "row" (kernels/gemm_problem.py, RASTERS)
+    group: int = 8                      # raster panel width, in cluster tiles
     epi_n: int = 32                     # epilogue subtile width
     epi_stages: int = 4
     a_buffers: int = 2                  # register buffers for the A operand (1: no overlap)
     pingpong: bool = False              # each consumer warpgroup its own 64-row tiles, taking turns
 
-    @classmethod
-    def from_mapping(cls, cfg) -> "FusedConfig":
-        cfg = dict(cfg or {})
-        reject_unknown_keys(cfg, cls, "gemm_rmsnorm")
-        if cfg.get("cluster") is not None:
-            cfg["cluster"] = parse_cluster(cfg["cluster"])
-        return cls(**cfg)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["cluster"] = list(self.cluster)
-        return d
-
-
-def tile_m_of(cfg: FusedConfig) -> int:
+def tile_m_of(cfg: GemmRmsNormConfig) -> int:
     """Rows of one output tile: the CTA's 128 (two warpgroups) or, with pingpong, one warpgroup's 64."""
     return PINGPONG_TILE_M if cfg.pingpong else TILE_M
 
 
-def ring_stages(cfg: FusedConfig) -> int:
+def ring_stages(cfg: GemmRmsNormConfig) -> int:
     """Depth of the X/W' ring; raises ConfigRejected when the config cannot work."""
     from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy
 
@@ -108,20 +102,15 @@ def ring_stages(cfg: FusedConfig) -> int:
         raise ConfigRejected(f"a_buffers must be 1 or 2, got {cfg.a_buffers}")
     if not isinstance(cfg.pingpong, bool):
         raise ConfigRejected(f"pingpong must be true or false, got {cfg.pingpong!r}")
-    why = SchedulePolicy(tuple(cfg.cluster), cfg.raster, cfg.swizzle).validate()
+    if cfg.raster not in WGMMA_RASTERS:
+        raise ConfigRejected(f"raster must be one of {WGMMA_RASTERS}, got {cfg.raster!r}")
+    why = SchedulePolicy(tuple(cfg.cluster), RASTERS[cfg.raster], cfg.group).validate()
     if why:
         raise ConfigRejected(why)
     tile_m = tile_m_of(cfg)
-    stage_bytes = (tile_m + cfg.tile_n) * TILE_K * 2
     # pingpong: one set of epilogue buffers per warpgroup.
     epi_bytes = tile_m * cfg.epi_n * 2 * cfg.epi_stages * (2 if cfg.pingpong else 1)
-    fit = (SMEM_PER_BLOCK_BYTES - SMEM_RESERVED_BYTES - epi_bytes) // stage_bytes
-    stages = cfg.stages if cfg.stages is not None else min(fit, 8)
-    if stages < 2 or stages > fit:
-        raise ConfigRejected(
-            f"{stages} stages of {tile_m}x{cfg.tile_n}x{TILE_K} with a {epi_bytes}-byte epilogue "
-            f"buffer do not fit {SMEM_PER_BLOCK_BYTES} bytes of shared memory (2 to {fit} stages fit)")
-    return stages
+    return ring_depth((tile_m, cfg.tile_n, TILE_K), cfg.stages, 8, epi_bytes, SMEM_PER_BLOCK_BYTES)
 
 
 def check_shape(shape, dtype: str):
@@ -205,7 +194,7 @@ def row_maps(tiled_mma, threads: int, tile_m: int):
 # ---------------------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=32)
-def _compiled(cfg: FusedConfig, dtype: str, w_major: str, on_gpu: bool):
+def _compiled(cfg: GemmRmsNormConfig, dtype: str, w_major: str, on_gpu: bool):
     """One compiled variant. On a GPU the signature comes from real tensors (directly callable
     with from_dlpack tensors); without one, from fake tensors and a fake stream."""
     import cutlass
@@ -241,7 +230,7 @@ def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch:
     w_major = extra.pop("w_major", w_major)
     if w_major not in W_MAJORS:
         raise ConfigRejected(f"w_major must be one of {W_MAJORS}, got {w_major!r}")
-    cfg = config if isinstance(config, FusedConfig) else FusedConfig.from_mapping(extra)
+    cfg = config if isinstance(config, GemmRmsNormConfig) else GemmRmsNormConfig.from_mapping(extra)
     if shape is not None:
         check_shape(shape, dtype)
     elif dtype not in DTYPES:
@@ -251,7 +240,7 @@ def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch:
     return compiled_kernel(compiled, (lambda inputs: bind_gemm_rmsnorm(cfg, inputs)) if gpu_available() else None)
 
 
-def bind_gemm_rmsnorm(cfg: FusedConfig, inputs) -> Callable[[], Any]:
+def bind_gemm_rmsnorm(cfg: GemmRmsNormConfig, inputs) -> Callable[[], Any]:
     """Zero-argument launcher for inputs {"x": (M, K), "gamma": (K,), "w": (K, N), "eps", "out":
     (M, N)} (GPU only). The gain is folded into W here, once per bind (the weight preparation),
     so a timed launch is the fused kernel alone. A pre-folded weight may be passed as
@@ -337,7 +326,7 @@ GEMM_RMSNORM_SPEC = KernelSpec(
                 "A registers, rsqrt scaling in a TMA-store epilogue (gain folded into W)",
     references=["rmsnorm+matmul", "torch"],
     default_shapes=[dict(s) for s in SUITE],
-    default_config=FusedConfig().to_dict(),
+    default_config=GemmRmsNormConfig().to_dict(),
     dtypes=list(DTYPES),
     make_inputs=make_inputs,
     compile=compile_gemm_rmsnorm,
@@ -348,8 +337,8 @@ GEMM_RMSNORM_SPEC = KernelSpec(
     config_space={
         "tile_n": [128, 192, 256],
         "cluster": [(1, 1), (2, 1), (1, 2)],
-        "raster": ["m", "n"],
-        "swizzle": [1, 4, 8, 16],
+        "raster": ["column", "row"],
+        "group": [1, 4, 8, 16],
         "stages": [None, 3, 4],
         "a_buffers": [1, 2],
         "pingpong": [False, True],

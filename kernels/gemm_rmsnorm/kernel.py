@@ -9,6 +9,7 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
+from kernelscope.kernels.gemm_problem import RASTERS
 from kernelscope.kernels.gemm_rmsnorm import PINGPONG_TILE_M, TILE_K, TILE_M, ring_stages, row_maps, tile_m_of
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
@@ -28,7 +29,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         self.dtype = self.ab_dtype = cutlass_dtype(dtype)
         self.tile_mnk = (tile_m_of(cfg), cfg.tile_n, TILE_K)
         self.cluster_mn = tuple(cfg.cluster)
-        self.policy = SchedulePolicy(self.cluster_mn, cfg.raster, cfg.swizzle)
+        self.policy = SchedulePolicy(self.cluster_mn, RASTERS[cfg.raster], cfg.group)
         self.threads = 128 * (1 + self.CONSUMER_WGS)
         self.consumer_threads = 128 * self.CONSUMER_WGS
         # pingpong: the turn to issue WGMMAs goes back and forth between the two warpgroups
@@ -70,22 +71,9 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         tma_y, tY = self.epilogue.make_tma_store(mY, sY_layout)
         tiles_m, tiles_n, clusters = self.persistent_grid(mY, max_clusters)
 
-        @cute.struct
-        class SharedStorage:
-            barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
-            sX: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sX_layout)], 1024]
-            sW: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sW_layout)], 1024]
-            sY: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sY_layout)], 1024]
-
-        @cute.struct
-        class PingpongSharedStorage:
-            barriers: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
-            sX: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sX_layout)], 1024]
-            sW: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sW_layout)], 1024]
-            sY0: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sY_layout)], 1024]
-            sY1: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sY_layout)], 1024]
-
-        self.shared_storage = PingpongSharedStorage if self.cfg.pingpong else SharedStorage
+        # pingpong: one set of epilogue buffers per warpgroup.
+        self.storage = self.shared_storage(sX_layout, sW_layout, self.dtype, sY_layout,
+                                           c_buffers=self.CONSUMER_WGS if self.cfg.pingpong else 1)
         inv_k = cutlass.Float32(1.0) / cutlass.Float32(mX.shape[1])
         self.launch(self.kernel(tma_x, tX, tma_w, tW, tma_y, tY, tiled_mma, sX_layout, sW_layout, sY_layout,
                                 tiles_m, tiles_n, inv_k, eps), clusters, stream)
@@ -99,18 +87,18 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         tidx, warp_idx, lane, cta_m, cta_n, first_work, work_stride, cta_rank = self.thread_coordinates()
         self.prefetch_descriptors(warp_idx, (tma_x, tma_w, tma_y))
 
-        storage = SmemAllocator().allocate(self.shared_storage)
+        storage = SmemAllocator().allocate(self.storage)
         # pingpong: a stage holds one warpgroup's k-tile, released by its 4 warps
         ring = self.open_ring(storage.barriers.data_ptr(), warp_idx, sX_layout, sW_layout,
                               consumer_warps=4 if self.cfg.pingpong else 4 * self.CONSUMER_WGS)
 
-        sX = storage.sX.get_tensor(sX_layout.outer, swizzle=sX_layout.inner)
-        sW = storage.sW.get_tensor(sW_layout.outer, swizzle=sW_layout.inner)
+        sX = storage.sA.get_tensor(sX_layout.outer, swizzle=sX_layout.inner)
+        sW = storage.sB.get_tensor(sW_layout.outer, swizzle=sW_layout.inner)
         if cutlass.const_expr(self.cfg.pingpong):
-            sY_of_wg = [storage.sY0.get_tensor(sY_layout.outer, swizzle=sY_layout.inner),
-                        storage.sY1.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)]
+            sY_of_wg = [storage.sC0.get_tensor(sY_layout.outer, swizzle=sY_layout.inner),
+                        storage.sC1.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)]
         else:
-            sY = storage.sY.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)
+            sY = storage.sC.get_tensor(sY_layout.outer, swizzle=sY_layout.inner)
         gX, gW, gY, k_tiles = self.global_tiles(mX, mW, mY)
         sched = TileScheduler(self.policy, tiles_m, tiles_n)
 

@@ -28,7 +28,7 @@ RASTER_ORDERS = ("m", "n", "morton")
 
 @dataclass(frozen=True)
 class SchedulePolicy:
-    """Static part of a schedule: cluster shape, raster direction and swizzle group size."""
+    """Static part of a schedule: cluster shape, raster direction and group size."""
 
     cluster_mn: tuple[int, int] = (1, 1)
     raster: str = "m"        # "m": consecutive work moves along M (B tile reused); "n": along N;
@@ -40,7 +40,7 @@ class SchedulePolicy:
         if self.raster not in RASTER_ORDERS:
             return f"raster must be one of {RASTER_ORDERS}, got {self.raster!r}"
         if not isinstance(self.group, int) or self.group < 1:
-            return f"swizzle group size must be a positive integer, got {self.group!r}"
+            return f"raster group size must be a positive integer, got {self.group!r}"
         if self.raster == "morton" and (self.group & (self.group - 1) or self.group > 16):
             return f"morton order needs a power-of-two block side of at most 16, got {self.group}"
         cm, cn = self.cluster_mn

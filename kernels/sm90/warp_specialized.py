@@ -48,6 +48,19 @@ class WarpSpecializedGemm:
         clusters = cutlass.max(cutlass.min(sched.num_work, max_clusters), 1)
         return tiles_m, tiles_n, clusters
 
+    def shared_storage(self, sA_layout, sB_layout, c_dtype, sC_layout, c_buffers: int = 1):
+        """The CTA's shared memory as a cute.struct: the ring's barrier words, the A and B stages
+        and `c_buffers` epilogue buffers (field sC, or sC0, sC1, ... when more than one), each
+        buffer 1024-byte aligned (the 128-byte swizzle repeats every 1024 bytes)."""
+        def buffer(dtype, layout):
+            return cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(layout)], 1024]
+
+        fields = {"barriers": cute.struct.MemRange[cutlass.Int64, self.stages * 2],
+                  "sA": buffer(self.ab_dtype, sA_layout), "sB": buffer(self.ab_dtype, sB_layout)}
+        for i in range(c_buffers):
+            fields["sC" if c_buffers == 1 else f"sC{i}"] = buffer(c_dtype, sC_layout)
+        return cute.struct(type("SharedStorage", (), {"__annotations__": fields}))
+
     def launch(self, kernel, clusters, stream):
         cm, cn = self.cluster_mn
         kernel.launch(grid=[cm, cn, clusters], block=[self.threads, 1, 1], cluster=[cm, cn, 1],

@@ -38,7 +38,7 @@ def main(argv=None):
     args = _parse_args(argv)
     import torch
 
-    from kernelscope.kernels import gemm
+    from kernelscope.kernels import gemm, gemm_problem
 
     if not torch.cuda.is_available():
         print("bench_gemm: no CUDA GPU available", file=sys.stderr)
@@ -49,7 +49,7 @@ def main(argv=None):
     configs = None
     if args.sweep:
         configs = [gemm.GemmConfig.from_mapping(c) for c in json.loads(args.sweep)]
-    for shape in parse_shapes(args.shapes, gemm.SUITE):
+    for shape in parse_shapes(args.shapes, gemm_problem.SUITE):
         M, N, K = shape["M"], shape["N"], shape["K"]
         flops = 2.0 * M * N * K
         a, b, out = gemm_operands(torch, shape, tdt)

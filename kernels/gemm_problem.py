@@ -6,8 +6,9 @@ same way (gemm_rmsnorm included): integer, positive M, N, K; the depth of the A/
 shared memory holds.
 """
 
+from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.sm90.device import SMEM_RESERVED_BYTES
-from kernelscope.kernels.spec import ConfigRejected
+from kernelscope.kernels.spec import ConfigRejected, KernelSpec
 
 # Raster orders by their config names -> the tile scheduler's walk (kernels/sm90/tile_scheduler.py):
 # "row" walks along N first (consecutive work items share A's row panel), "column" along M (they
@@ -16,9 +17,6 @@ from kernelscope.kernels.spec import ConfigRejected
 RASTERS = {"row": "n", "column": "m", "morton": "morton"}
 # Raster orders measured on the device for the WGMMA kernels (gemm, gemm_rmsnorm).
 WGMMA_RASTERS = ("column", "row")
-# The names gemm and gemm_rmsnorm used before: raster "m" / "n" and the group size as `swizzle`.
-EARLIER_RASTER_NAMES = {"m": "column", "n": "row"}
-EARLIER_GROUP_KEY = {"swizzle": "group"}
 
 SUITE = [
     {"M": 2048, "N": 2048, "K": 2048},
@@ -32,6 +30,10 @@ SUITE = [
     {"M": 128, "N": 4096, "K": 4096},
     {"M": 512, "N": 4096, "K": 4096},
 ]
+
+
+# Absolute and relative tolerance of the GEMMs (fp32 accumulation over K) against fp32.
+TOLERANCE = {"bfloat16": (1e-2, 1e-2), "float16": (5e-3, 5e-3)}
 
 
 def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda"):
@@ -62,6 +64,15 @@ def bytes_moved(shape, out_dtype: str) -> float:
     """A and B read once (16-bit), C written once in `out_dtype`."""
     out_bytes = 4 if out_dtype == "float32" else 2
     return 2.0 * (shape["M"] * shape["K"] + shape["K"] * shape["N"]) + out_bytes * shape["M"] * shape["N"]
+
+
+def gemm_spec(**fields) -> KernelSpec:
+    """The KernelSpec of a kernel that solves this problem: the shape suite, inputs, references,
+    work and tolerance filled in; `fields` give the rest (name, config, compile, ...)."""
+    return KernelSpec(**{
+        "references": ["cublas"], "default_shapes": [dict(s) for s in SUITE], "make_inputs": make_inputs,
+        "reference_fp32": reference_fp32, "torch_reference": torch_reference, "flops": flops,
+        "bytes_moved": bytes_moved, "tolerance": TOLERANCE, **fields})
 
 
 def problem_dims(shape, kernel: str) -> tuple[int, int, int]:
@@ -98,3 +109,34 @@ def ring_depth(tile_mnk: tuple[int, int, int], requested: int | None, most: int,
         raise ConfigRejected(f"{requested} stages of {m}x{n}x{k} need {need} bytes of shared memory, "
                              f"the limit is {limit} (at most {fit} stages fit)")
     return requested
+
+
+class PersistentGemmConfig(KernelConfig):
+    """The config keys the warp-specialized WGMMA GEMMs (gemm, gemm_rmsnorm) share: `cluster`,
+    `raster` and `group`. Their earlier names stay accepted: raster "m" / "n" and the group
+    size as `swizzle`."""
+
+    PAIRS = ("cluster",)
+    KEY_ALIASES = {"swizzle": "group"}
+    VALUE_ALIASES = {"raster": {"m": "column", "n": "row"}}
+
+    def check_output_tile(self) -> None:
+        """tile_n (one WGMMA's N, the accumulators of a consumer thread) and the epilogue
+        subtile width epi_n; ConfigRejected unless both can be built."""
+        if self.tile_n not in (64, 128, 192, 256):
+            raise ConfigRejected(f"tile_n must be 64, 128, 192 or 256, got {self.tile_n}")
+        if self.epi_n not in (16, 32, 64) or self.tile_n % self.epi_n:
+            raise ConfigRejected(f"epi_n must be 16, 32 or 64 and divide tile_n={self.tile_n}, got {self.epi_n}")
+
+    def schedule_policy(self):
+        """The tile scheduler's policy; ConfigRejected when the raster order, group or cluster
+        cannot be used."""
+        from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy
+
+        if self.raster not in WGMMA_RASTERS:
+            raise ConfigRejected(f"raster must be one of {WGMMA_RASTERS}, got {self.raster!r}")
+        policy = SchedulePolicy(tuple(self.cluster), RASTERS[self.raster], self.group)
+        why = policy.validate()
+        if why:
+            raise ConfigRejected(why)
+        return policy

@@ -410,10 +410,8 @@ FLASH_ATTN_SPEC = KernelSpec(
         "pingpong": [True, False],
     },
     expected_sass=["HGMMA", "UTMALDG", "UTMASTG"],
-    archs=["sm_90a"],
     output_dims=("batch", "seq", "head", "dim"),
     tile=(1, 128, 1, 128),
     torch_reference=torch_reference,
-    output="out",
     shape_config=tuned_config,
 )

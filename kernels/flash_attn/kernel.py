@@ -18,6 +18,7 @@ from kernelscope.kernels.sm90.barriers import AttentionBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.pingpong import PingPongTurns
 from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing
+from kernelscope.kernels.sm90.shared_storage import shared_storage
 from kernelscope.kernels.sm90.softmax import OnlineSoftmax
 
 
@@ -104,28 +105,14 @@ class FlashAttentionSm90:
         num_work = m_blocks * heads * batch
         ctas = cutlass.max(cutlass.min(num_work, max_ctas), 1)
 
+        buffers = [("sQ", self.dtype, sQ_layout), ("sK", self.dtype, sK_layout), ("sV", self.dtype, sV_layout)]
         if cutlass.const_expr(self.cfg.o_reuses_q):
             # O's staging buffers must fit in Q's: true for every head dim (tile_m x D each).
             assert cute.cosize(sO_layout) <= cute.cosize(sQ_layout), "O staging larger than Q"
-
-            @cute.struct
-            class SharedQO:
-                barriers: cute.struct.MemRange[cutlass.Int64, 4 * self.stages + 2]
-                sQ: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sQ_layout)], 1024]
-                sK: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sK_layout)], 1024]
-                sV: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sV_layout)], 1024]
-
-            self.storage = SharedQO
         else:
-            @cute.struct
-            class Storage:
-                barriers: cute.struct.MemRange[cutlass.Int64, 4 * self.stages + 2]
-                sQ: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sQ_layout)], 1024]
-                sK: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sK_layout)], 1024]
-                sV: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sV_layout)], 1024]
-                sO: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sO_layout)], 1024]
-
-            self.storage = Storage
+            buffers.append(("sO", self.dtype, sO_layout))
+        # Barriers: the K and V rings (full and empty per stage), then Q's full and empty.
+        self.storage = shared_storage(4 * self.stages + 2, buffers)
         self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv,
                     sQ_layout, sK_layout, sV_layout, sO_layout, seqlen, heads, m_blocks, num_work,
                     scale_log2, section_heads).launch(
@@ -222,6 +209,12 @@ class FlashAttentionSm90:
         return m_block, head, batch
 
     @cute.jit
+    def work_blocks(self, work, heads, m_blocks, num_work, section_heads, seqlen):
+        """work_tile's (query tile, head, batch) and the number of key blocks the tile visits."""
+        m_block, head, batch = self.work_tile(work, heads, m_blocks, num_work, section_heads)
+        return m_block, head, batch, self.kv_blocks(m_block, seqlen)
+
+    @cute.jit
     def nth_work(self, wave, first_work, work_stride):
         """This CTA's work in wave `wave` of the persistent grid. Causal: a snake (the order
         of the CTAs reverses every wave), so a CTA that took one of the longest tiles of a
@@ -251,8 +244,7 @@ class FlashAttentionSm90:
         wave = cutlass.Int32(0)
         work = first_work
         while work < num_work:
-            m_block, head, batch = self.work_tile(work, heads, m_blocks, num_work, section_heads)
-            n_blocks = self.kv_blocks(m_block, seqlen)
+            m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads, seqlen)
             gQ = cute.local_tile(tQ[(None, None, head, batch)], (self.tile_m, D), (None, 0))
             gK = cute.local_tile(tK[(None, None, head, batch)], (self.tile_n, D), (None, 0))
             gV = cute.local_tile(tV[(None, None, head, batch)], (D, self.tile_n), (0, None))
@@ -340,8 +332,7 @@ class FlashAttentionSm90:
         wave = cutlass.Int32(0)
         work = first_work
         while work < num_work:
-            m_block, head, batch = self.work_tile(work, heads, m_blocks, num_work, section_heads)
-            n_blocks = self.kv_blocks(m_block, seqlen)
+            m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads, seqlen)
             # O needs no zeroing: the tile's first P V overwrites it (ACCUMULATE off), so no
             # registers hold zeros through the first block.
             cute.arch.mbarrier_wait(q_full, q_phase)

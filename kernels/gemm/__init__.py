@@ -29,14 +29,11 @@ from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
-    artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
-    fake_stream, gpu_available, max_active_clusters, to_cute)
-from kernelscope.kernels.config import KernelConfig
-from kernelscope.kernels.gemm_problem import (
-    EARLIER_GROUP_KEY, EARLIER_RASTER_NAMES, RASTERS, SUITE, WGMMA_RASTERS, make_inputs, problem_dims,
-    reference_fp32, ring_depth, torch_reference)
+    artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
+    max_active_clusters, to_cute)
+from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES
-from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
 DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
@@ -45,11 +42,8 @@ MAJORS_B = ("n", "k")      # B is K x N: "n" = row-major (N contiguous), "k" = c
 
 
 @dataclass(frozen=True)
-class GemmConfig(KernelConfig):
+class GemmConfig(PersistentGemmConfig):
     KERNEL = "gemm"
-    PAIRS = ("cluster",)
-    KEY_ALIASES = EARLIER_GROUP_KEY
-    VALUE_ALIASES = {"raster": EARLIER_RASTER_NAMES}
 
     tile_m: int = 128
     tile_n: int = 256
@@ -79,25 +73,16 @@ class ResolvedGemm:
 
 def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm:
     """Check a config and derive the ring depth; raise ConfigRejected with the reason."""
-    from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy
-
     if cfg.consumer_wgs not in (1, 2):
         raise ConfigRejected(f"consumer_wgs must be 1 or 2, got {cfg.consumer_wgs}")
     if cfg.tile_m != 64 * cfg.consumer_wgs:
         raise ConfigRejected(
             f"tile_m must be 64 per consumer warpgroup: {64 * cfg.consumer_wgs} with "
             f"consumer_wgs={cfg.consumer_wgs}, got {cfg.tile_m}")
-    if cfg.tile_n not in (64, 128, 192, 256):
-        raise ConfigRejected(f"tile_n must be 64, 128, 192 or 256, got {cfg.tile_n}")
+    cfg.check_output_tile()
     if cfg.tile_k != 64:
         raise ConfigRejected(f"tile_k must be 64 (one 128-byte swizzle row of 16-bit data), got {cfg.tile_k}")
-    if cfg.epi_n not in (16, 32, 64) or cfg.tile_n % cfg.epi_n:
-        raise ConfigRejected(f"epi_n must be 16, 32 or 64 and divide tile_n={cfg.tile_n}, got {cfg.epi_n}")
-    if cfg.raster not in WGMMA_RASTERS:
-        raise ConfigRejected(f"raster must be one of {WGMMA_RASTERS}, got {cfg.raster!r}")
-    why = SchedulePolicy(tuple(cfg.cluster), RASTERS[cfg.raster], cfg.group).validate()
-    if why:
-        raise ConfigRejected(why)
+    cfg.schedule_policy()
     if out_dtype not in OUT_DTYPES:
         raise ConfigRejected(f"output dtype must be one of {OUT_DTYPES}, got {out_dtype}")
     # Registers: each consumer thread holds 64 x tile_n / 128 fp32 accumulators.
@@ -156,7 +141,6 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
     resolved = resolve_config(cfg, out_dtype)
     gemm = HopperGemm(resolved, dtype, out_dtype)
     if use_gpu_tensors:
-        import torch
         x = _example_inputs(dtype, out_dtype, a_major, b_major)
         args = [to_cute(t) for t in x]
         stream = current_stream()
@@ -259,19 +243,12 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     return GemmConfig(tile_m=128, tile_n=128, cluster=(1, 2) if M <= 512 else (2, 1))
 
 
-GEMM_SPEC = KernelSpec(
+GEMM_SPEC = gemm_problem.gemm_spec(
     name="gemm",
     description="Hopper warp-specialized persistent TMA + WGMMA GEMM with a TMA-store epilogue",
-    references=["cublas"],
-    default_shapes=[dict(s) for s in SUITE],
     default_config=GemmConfig().to_dict(),
     dtypes=list(DTYPES),
-    make_inputs=make_inputs,
     compile=compile_gemm,
-    reference_fp32=reference_fp32,
-    flops=gemm_problem.flops,
-    bytes_moved=gemm_problem.bytes_moved,
-    tolerance={"bfloat16": (1e-2, 1e-2), "float16": (5e-3, 5e-3)},
     config_space={
         "tile_n": [128, 192, 256],
         "cluster": [(1, 1), (2, 1), (1, 2)],
@@ -281,9 +258,5 @@ GEMM_SPEC = KernelSpec(
         "stages": [None, 3, 4, 5],
     },
     expected_sass=["HGMMA", "UTMALDG", "UTMASTG", "STSM"],
-    archs=["sm_90a"],
-    output_dims=("row", "col"),
     tile=(128, 256),
-    torch_reference=torch_reference,
-    output="out",
 )

@@ -8,11 +8,10 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
-from kernelscope.kernels.gemm_problem import RASTERS
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.pipeline import RingPosition
-from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileScheduler
+from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 from kernelscope.kernels.sm90.warp_specialized import WarpSpecializedGemm
 
 
@@ -27,7 +26,7 @@ class HopperGemm(WarpSpecializedGemm):
         self.c_dtype = cutlass_dtype(c_dtype)
         self.tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
         self.cluster_mn = tuple(cfg.cluster)
-        self.policy = SchedulePolicy(self.cluster_mn, RASTERS[cfg.raster], cfg.group)
+        self.policy = cfg.schedule_policy()
         self.consumer_wgs = cfg.consumer_wgs
         self.threads = 128 * (1 + cfg.consumer_wgs)
         self.consumer_threads = 128 * cfg.consumer_wgs

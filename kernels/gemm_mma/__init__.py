@@ -40,13 +40,12 @@ from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
-    artifact_options, artifacts, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands,
-    fake_stream, gpu_available, to_cute)
+    artifact_options, artifacts, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream,
+    gpu_available, to_cute)
 from kernelscope.kernels.config import KernelConfig
-from kernelscope.kernels.gemm_problem import (
-    RASTERS, make_inputs, problem_dims, reference_fp32, ring_depth, torch_reference)
+from kernelscope.kernels.gemm_problem import RASTERS, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES
-from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
+from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
 DTYPES = ("bfloat16", "float16")
 B_MAJORS = ("n", "k")          # B is K x N: "n" = row-major (N contiguous), "k" = column-major
@@ -295,37 +294,23 @@ def _device_arch() -> str:
 # KernelSpec
 # ---------------------------------------------------------------------------------------------
 
-def _make_spec() -> KernelSpec:
-    return KernelSpec(
-        name="gemm_mma",
-        description="ldmatrix.x4 + mma.sync m16n8k16 GEMM (the SM80/SM120 path): TMA stage ring, "
-                    "persistent grid, row/column/Morton raster",
-        references=["cublas"],
-        default_shapes=[dict(s) for s in gemm_problem.SUITE],
-        default_config=MmaGemmConfig().to_dict(),
-        dtypes=list(DTYPES),
-        make_inputs=make_inputs,
-        compile=compile_gemm_mma,
-        reference_fp32=reference_fp32,
-        flops=gemm_problem.flops,
-        bytes_moved=gemm_problem.bytes_moved,          # the output has the input dtype
-        tolerance={"bfloat16": (1e-2, 1e-2), "float16": (5e-3, 5e-3)},
-        config_space={
-            "tile_n": [128, 256],
-            "warps_n": [2, 4],
-            "wk_iters": [1, 2, 4],
-            "stages": [None, 3, 4],
-            "raster": ["row", "column", "morton"],
-            "group": [4, 8, 16],
-            "refill_at": [0, 1, 2],
-        },
-        expected_sass=["HMMA", "LDSM", "UTMALDG"],
-        archs=list(ARCHS),
-        output_dims=("row", "col"),
-        tile=(128, 256),
-        torch_reference=torch_reference,
-        output="out",
-    )
-
-
-GEMM_MMA_SPEC = _make_spec()
+GEMM_MMA_SPEC = gemm_problem.gemm_spec(
+    name="gemm_mma",
+    description="ldmatrix.x4 + mma.sync m16n8k16 GEMM (the SM80/SM120 path): TMA stage ring, "
+                "persistent grid, row/column/Morton raster",
+    default_config=MmaGemmConfig().to_dict(),
+    dtypes=list(DTYPES),
+    compile=compile_gemm_mma,                  # the output has the input dtype (bytes_moved)
+    config_space={
+        "tile_n": [128, 256],
+        "warps_n": [2, 4],
+        "wk_iters": [1, 2, 4],
+        "stages": [None, 3, 4],
+        "raster": ["row", "column", "morton"],
+        "group": [4, 8, 16],
+        "refill_at": [0, 1, 2],
+    },
+    expected_sass=["HMMA", "LDSM", "UTMALDG"],
+    archs=list(ARCHS),
+    tile=(128, 256),
+)

@@ -44,15 +44,14 @@ imported when a variant is compiled, so that this module does not import the DSL
 import functools
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable
 
+from kernelscope.kernels import gemm_problem
 from kernelscope.kernels.cute_build import (
-    artifact_options, compiled_kernel, current_stream, cutlass_dtype, dtype_name, fake_gemm_operands, fake_stream,
-    gpu_available, max_active_clusters, to_cute)
-from kernelscope.kernels.config import KernelConfig
-from kernelscope.kernels.gemm_problem import (
-    EARLIER_GROUP_KEY, EARLIER_RASTER_NAMES, RASTERS, WGMMA_RASTERS, problem_dims, ring_depth)
+    artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
+    max_active_clusters, to_cute)
+from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
 
@@ -65,11 +64,8 @@ DEFAULT_EPS = 1e-6
 
 
 @dataclass(frozen=True)
-class GemmRmsNormConfig(KernelConfig):
+class GemmRmsNormConfig(PersistentGemmConfig):
     KERNEL = "gemm_rmsnorm"
-    PAIRS = ("cluster",)
-    KEY_ALIASES = EARLIER_GROUP_KEY
-    VALUE_ALIASES = {"raster": EARLIER_RASTER_NAMES}
 
     tile_n: int = 256
     stages: int | None = None           # None: as many as shared memory holds (at most 8)
@@ -89,12 +85,7 @@ def tile_m_of(cfg: GemmRmsNormConfig) -> int:
 
 def ring_stages(cfg: GemmRmsNormConfig) -> int:
     """Depth of the X/W' ring; raises ConfigRejected when the config cannot work."""
-    from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy
-
-    if cfg.tile_n not in (64, 128, 192, 256):
-        raise ConfigRejected(f"tile_n must be 64, 128, 192 or 256, got {cfg.tile_n}")
-    if cfg.epi_n not in (16, 32, 64) or cfg.tile_n % cfg.epi_n:
-        raise ConfigRejected(f"epi_n must be 16, 32 or 64 and divide tile_n={cfg.tile_n}, got {cfg.epi_n}")
+    cfg.check_output_tile()
     if cfg.epi_stages < 1 or (cfg.tile_n // cfg.epi_n) % cfg.epi_stages:
         raise ConfigRejected(f"epi_stages={cfg.epi_stages} must divide the "
                              f"{cfg.tile_n // cfg.epi_n} epilogue subtiles of a tile")
@@ -102,11 +93,7 @@ def ring_stages(cfg: GemmRmsNormConfig) -> int:
         raise ConfigRejected(f"a_buffers must be 1 or 2, got {cfg.a_buffers}")
     if not isinstance(cfg.pingpong, bool):
         raise ConfigRejected(f"pingpong must be true or false, got {cfg.pingpong!r}")
-    if cfg.raster not in WGMMA_RASTERS:
-        raise ConfigRejected(f"raster must be one of {WGMMA_RASTERS}, got {cfg.raster!r}")
-    why = SchedulePolicy(tuple(cfg.cluster), RASTERS[cfg.raster], cfg.group).validate()
-    if why:
-        raise ConfigRejected(why)
+    cfg.schedule_policy()
     tile_m = tile_m_of(cfg)
     # pingpong: one set of epilogue buffers per warpgroup.
     epi_bytes = tile_m * cfg.epi_n * 2 * cfg.epi_stages * (2 if cfg.pingpong else 1)
@@ -333,7 +320,7 @@ GEMM_RMSNORM_SPEC = KernelSpec(
     reference_fp32=reference_fp32,
     flops=lambda s: 2.0 * s["M"] * s["N"] * s["K"] + 3.0 * s["M"] * s["K"],
     bytes_moved=lambda s, dt: 2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"]),
-    tolerance={"bfloat16": (1e-2, 1e-2), "float16": (5e-3, 5e-3)},
+    tolerance=gemm_problem.TOLERANCE,
     config_space={
         "tile_n": [128, 192, 256],
         "cluster": [(1, 1), (2, 1), (1, 2)],
@@ -344,9 +331,6 @@ GEMM_RMSNORM_SPEC = KernelSpec(
         "pingpong": [False, True],
     },
     expected_sass=["HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL"],
-    archs=["sm_90a"],
-    output_dims=("row", "col"),
     tile=(TILE_M, 256),
     torch_reference=torch_reference,
-    output="out",
 )

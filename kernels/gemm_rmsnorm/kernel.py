@@ -9,13 +9,12 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
-from kernelscope.kernels.gemm_problem import RASTERS
 from kernelscope.kernels.gemm_rmsnorm import PINGPONG_TILE_M, TILE_K, TILE_M, ring_stages, row_maps, tile_m_of
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.pingpong import PingPongTurns
 from kernelscope.kernels.sm90.pipeline import RingPosition
-from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileScheduler
+from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 from kernelscope.kernels.sm90.warp_specialized import WarpSpecializedGemm
 
 
@@ -29,7 +28,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         self.dtype = self.ab_dtype = cutlass_dtype(dtype)
         self.tile_mnk = (tile_m_of(cfg), cfg.tile_n, TILE_K)
         self.cluster_mn = tuple(cfg.cluster)
-        self.policy = SchedulePolicy(self.cluster_mn, RASTERS[cfg.raster], cfg.group)
+        self.policy = cfg.schedule_policy()
         self.threads = 128 * (1 + self.CONSUMER_WGS)
         self.consumer_threads = 128 * self.CONSUMER_WGS
         # pingpong: the turn to issue WGMMAs goes back and forth between the two warpgroups

@@ -7,9 +7,10 @@ wait on each other, or deadlock when their thread counts differ).
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, unique
 
 
+@unique
 class GemmBarrier(IntEnum):
     """gemm and gemm_rmsnorm (producer warpgroup + consumer warpgroups)."""
 
@@ -21,6 +22,7 @@ class GemmBarrier(IntEnum):
     EPILOGUE_WG1 = 5             # ... and warpgroup 1's
 
 
+@unique
 class AttentionBarrier(IntEnum):
     """flash_attn (producer warpgroup + two or three math warpgroups)."""
 

@@ -16,6 +16,7 @@ import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
 
 from kernelscope.kernels.sm90.pipeline import TmaRing, make_tma_load, produce_ab_tiles, publish_ring_init
+from kernelscope.kernels.sm90.shared_storage import shared_storage
 from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 
 
@@ -49,17 +50,11 @@ class WarpSpecializedGemm:
         return tiles_m, tiles_n, clusters
 
     def shared_storage(self, sA_layout, sB_layout, c_dtype, sC_layout, c_buffers: int = 1):
-        """The CTA's shared memory as a cute.struct: the ring's barrier words, the A and B stages
-        and `c_buffers` epilogue buffers (field sC, or sC0, sC1, ... when more than one), each
-        buffer 1024-byte aligned (the 128-byte swizzle repeats every 1024 bytes)."""
-        def buffer(dtype, layout):
-            return cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(layout)], 1024]
-
-        fields = {"barriers": cute.struct.MemRange[cutlass.Int64, self.stages * 2],
-                  "sA": buffer(self.ab_dtype, sA_layout), "sB": buffer(self.ab_dtype, sB_layout)}
-        for i in range(c_buffers):
-            fields["sC" if c_buffers == 1 else f"sC{i}"] = buffer(c_dtype, sC_layout)
-        return cute.struct(type("SharedStorage", (), {"__annotations__": fields}))
+        """The CTA's shared memory: the ring's barrier words, the A and B stages and `c_buffers`
+        epilogue buffers (field sC, or sC0, sC1, ... when more than one)."""
+        c_names = ["sC"] if c_buffers == 1 else [f"sC{i}" for i in range(c_buffers)]
+        return shared_storage(self.stages * 2, [("sA", self.ab_dtype, sA_layout), ("sB", self.ab_dtype, sB_layout)]
+                              + [(name, c_dtype, sC_layout) for name in c_names])
 
     def launch(self, kernel, clusters, stream):
         cm, cn = self.cluster_mn

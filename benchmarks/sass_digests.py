@@ -82,13 +82,9 @@ VARIANTS = [
 
 
 def _cuobjdump() -> str:
-    from kernelscope.kernels.spec import find_nvdisasm
+    from kernelscope.toolchain.tools import find_cuda_tool
 
-    nvdisasm = find_nvdisasm()
-    if nvdisasm is None:
-        sys.exit("nvdisasm not found (pip install nvidia-cuda-nvdisasm or put the CUDA toolkit on PATH)")
-    candidate = os.path.join(os.path.dirname(nvdisasm), "cuobjdump")
-    return candidate if os.path.isfile(candidate) else "cuobjdump"
+    return find_cuda_tool("cuobjdump")
 
 
 def _normalise(text: str, names: list[str]) -> str:

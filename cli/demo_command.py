@@ -80,8 +80,10 @@ def verdict_sentence(report: Path, regex_a: str, regex_b: str, label_a: str, lab
     relation = "slower" if v.faster == "b" else "faster"
     share = (v.slower_by or 0.0) if v.faster == "b" else 1 - (v.b_ns / v.a_ns)
     sentence = f"{label_a} is {share * 100:.1f}% {relation} than {label_b}"
-    reason = reason_text(result)
-    return sentence + (f"; the main reason: {reason}." if reason else ".")
+    reason, note = reason_text(result), result.unexplained
+    if reason:
+        return sentence + f"; the main reason: {reason}."
+    return sentence + (f"; {note}." if note else ".")
 
 
 def _console():

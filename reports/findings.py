@@ -38,29 +38,39 @@ def headline(verdict: Verdict | None, name_a: str = "A", name_b: str = "B") -> s
 
 
 def reason_text(result: Diagnosis | None) -> str | None:
-    """The main reason, when A is the slower kernel and a finding names a cause."""
+    """The main reason, when A is the slower kernel and a cause explains enough of the gap."""
     if result is None or result.verdict is None or result.verdict.faster != "b":
         return None
     top = result.main_reason
-    if top is None or top.cause is None:
+    if top is None:
         return None
     share = f" (explains ~{top.explains * 100:.0f}% of the gap)" if top.explains is not None else ""
     return f"{top.title}{share}"
 
 
+def unexplained_text(result: Diagnosis | None) -> str | None:
+    """Why no main reason is named although A is slower ('no single cause explains ...')."""
+    note = result.unexplained if result is not None and result.verdict is not None else None
+    return note[0].upper() + note[1:] + "." if note else None
+
+
 def print_headline(comparison: Comparison, result: Diagnosis | None, console: Console) -> None:
     console.print(Text(headline(comparison.verdict, f"A ({comparison.a.name})", f"B ({comparison.b.name})"), style="bold"),
                   overflow="fold")
-    reason = reason_text(result)
+    reason, note = reason_text(result), unexplained_text(result)
     if reason:
         console.print(Text(f"Main reason: {reason}", style="bold"), overflow="fold")
+    elif note:
+        console.print(Text(note, style="bold"), overflow="fold")
 
 
 def headline_markdown(comparison: Comparison, result: Diagnosis | None) -> str:
     lines = [f"**{headline(comparison.verdict, f'A (`{comparison.a.name}`)', f'B (`{comparison.b.name}`)')}**  "]
-    reason = reason_text(result)
+    reason, note = reason_text(result), unexplained_text(result)
     if reason:
         lines.append(f"**Main reason:** {reason}")
+    elif note:
+        lines.append(f"**{note}**")
     return "\n".join(lines) + "\n"
 
 
@@ -156,6 +166,8 @@ def diagnosis_json(result: Diagnosis) -> dict[str, Any]:
             {"rule": top.rule_id, "cause": top.cause, "title": top.title, "explains": top.explains}
             if top is not None and top.cause is not None and result.verdict.faster == "b" else None
         )
+        verdict["within_noise"] = result.within_noise
+        verdict["unexplained"] = result.unexplained
     return {
         "verdict": verdict,
         "findings": findings_json(result.findings),

@@ -7,7 +7,11 @@ The impact model, stated once:
 - A rule about one kernel states its `impact`: the share of that kernel's own time at stake
   (its headroom). Against a reference, the time it explains is what the cause costs the
   target minus what the same expression says it costs the reference:
-  impact(A) x time(A) - impact(B) x time(B).
+  impact(A) x time(A) - impact(B) x time(B), floored at 0. Where the expression cannot be
+  evaluated on the reference (a metric it reads was not collected there), the finding claims
+  no share of the gap: only its headroom is shown. A rule about one kernel may instead give
+  its own `gap` expression (reading reference.ID too), used when a reference is given: the
+  stall rules do, because a stall's share moves between stall reasons without changing time.
 - A rule may name the quantity that defines its cause (`measure`, with the direction that is
   `worse`): where the target is not worse than the reference on it (within MEASURE_WITHIN), the
   cause is no difference between them and explains nothing of the gap.
@@ -15,6 +19,10 @@ The impact model, stated once:
   A finding whose rule also fires on the reference, and that explains less than
   SHARED_WITHIN of the gap, is no difference: it is folded into one "shared by both" note.
 - Findings rank by the share of the gap explained; headroom, then severity, break ties.
+- The verdict names a main reason only where it can be defended: A is slower by more than
+  NOISE_FLOOR (below it, two kernels measured once differ by run-to-run noise), and the first
+  finding names a cause that explains at least MAIN_REASON_MIN of the gap; otherwise it says
+  that no single cause explains the gap.
 
 Nsight Compute's own rule results are evidence: those a finding's rule names in
 `ncu_evidence` are attached to it, and the A/B frame lists what ncu advises for one kernel
@@ -39,6 +47,11 @@ from kernelscope.rules.loader import load_rules
 SHARED_WITHIN = 0.1
 # A target within this relative distance of the reference on a rule's measure is "not worse".
 MEASURE_WITHIN = 0.05
+# A gap smaller than this (relative to the faster kernel) between two single measurements is
+# within run-to-run noise: clocks, DRAM refresh and cache state move one launch by a few percent.
+NOISE_FLOOR = 0.03
+# The least share of the gap a cause must explain to be called the main reason.
+MAIN_REASON_MIN = 0.25
 
 
 @dataclass
@@ -52,8 +65,33 @@ class Diagnosis:
     ncu_frame: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # a_only, b_only, both
 
     @property
+    def within_noise(self) -> bool:
+        """A is slower than B, but by less than run-to-run noise between single measurements."""
+        v = self.verdict
+        return v is not None and v.faster == "b" and (v.slower_by or 0.0) < NOISE_FLOOR
+
+    @property
     def main_reason(self) -> Finding | None:
-        return self.findings[0] if self.findings else None
+        """The first finding, when A is slower beyond noise and it names a cause that explains
+        at least MAIN_REASON_MIN of the gap (without a reference: the first finding)."""
+        top = self.findings[0] if self.findings else None
+        if self.verdict is None or top is None:
+            return top
+        if self.verdict.faster != "b" or self.within_noise or top.cause is None:
+            return None
+        return top if (top.explains or 0.0) >= MAIN_REASON_MIN else None
+
+    @property
+    def unexplained(self) -> str | None:
+        """Why no main reason is named although A is slower: noise, or no single cause."""
+        v = self.verdict
+        if v is None or v.faster != "b" or self.main_reason is not None:
+            return None
+        gap = f"{(v.slower_by or 0.0) * 100:.1f}%"
+        if self.within_noise:
+            return (f"the {gap} gap is within run-to-run noise (under {NOISE_FLOOR * 100:.0f}% between two kernels "
+                    f"measured once): measure both again before looking for a cause")
+        return f"no single cause explains the {gap} gap"
 
 
 def diagnose(
@@ -81,13 +119,11 @@ def diagnose(
     for f in evaluation.findings:
         rule = by_id[f.rule_id]
         explained = f.gap_ns
-        if rule.compares == "target" and result.known:
-            cost_a = (f.impact or 0.0) * result.a_ns
-            cost_b = (headroom(rule, reference, catalog) or 0.0) * result.b_ns
-            explained = max(0.0, cost_a - cost_b) if f.impact is not None else None
-            if explained is not None and not _worse(rule, target, reference, catalog):
-                explained = 0.0
-            f.gap_ns = explained
+        if rule.compares == "target" and rule.gap is None:
+            explained = _cost_difference(rule, f, reference, result, catalog)
+        if rule.compares == "target" and explained is not None and not _worse(rule, target, reference, catalog):
+            explained = 0.0
+        f.gap_ns = explained
         if gap is not None and explained is not None:
             f.explains = min(explained, gap) / gap
         if rule.compares == "target" and f.rule_id in on_reference and (f.explains or 0.0) < SHARED_WITHIN:
@@ -96,6 +132,15 @@ def diagnose(
             findings.append(f)
     return Diagnosis(rank(findings), shared, evaluation.passed, evaluation.not_evaluated,
                      evaluation.not_applicable, result, ncu_frame(target, reference))
+
+
+def _cost_difference(rule, f: Finding, reference: KernelProfile, result: Verdict, catalog: Catalog) -> float | None:
+    """What the cause costs A minus what it costs B (ns, floored at 0); None where either side's
+    cost is unknown: a rule cannot claim time it did not measure on the reference."""
+    reference_share = headroom(rule, reference, catalog)
+    if not result.known or f.impact is None or reference_share is None:
+        return None
+    return max(0.0, f.impact * result.a_ns - reference_share * result.b_ns)
 
 
 def _worse(rule, target: KernelProfile, reference: KernelProfile, catalog: Catalog) -> bool:

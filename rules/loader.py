@@ -163,7 +163,7 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
     compares = entry["compares"]
     local_names = set(thresholds) | set(lets_raw)
 
-    def compile_expr(fieldname: str, text: Any) -> Expression:
+    def compile_expr(fieldname: str, text: Any, side: str = compares) -> Expression:
         if not isinstance(text, str) or not text.strip():
             raise fail(fieldname, "must be a non-empty expression string")
         try:
@@ -171,25 +171,35 @@ def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:
             expr = parse(rewrite_names(re.sub(r"\s*\n\s*", " ", text)), frozenset(FUNCTIONS))
         except ExpressionError as e:
             raise fail(fieldname, str(e)) from None
-        problem = _check_names(expr, local_names, compares, catalog)
+        problem = _check_names(expr, local_names, side, catalog)
         if problem:
             raise fail(fieldname, problem)
         return expr
 
-    lets = {name: compile_expr(f"let.{name}", text) for name, text in lets_raw.items()}
+    # A rule about one kernel that estimates its cost against a reference (`gap`) may name the
+    # reference in its lets too; such a let is n/a when no reference is given.
+    let_side = "reference" if compares == "target" and "gap" in entry else compares
+    lets = {name: compile_expr(f"let.{name}", text, let_side) for name, text in lets_raw.items()}
     cycle = _let_cycle(lets)
     if cycle:
         raise fail(f"let.{cycle[0]}", f"refers to itself through {' -> '.join(cycle)}")
     condition = compile_expr("condition", entry["condition"])
     impact = compile_expr("impact", entry["impact"]) if "impact" in entry else None
-    gap = compile_expr("gap", entry["gap"]) if "gap" in entry else None
+    gap = None
+    if "gap" in entry:
+        # A rule about one kernel may still say what its cause costs against a reference (read
+        # only when one is given): its `gap` may name reference.ID besides target.ID.
+        gap_compares = "reference" if compares == "target" else compares
+        gap = compile_expr("gap", entry["gap"], gap_compares)
+        if compares == "target" and any(b.partition(".")[0] in ("delta", "ratio") for b in gap.braced):
+            raise fail("gap", "write reference.ID in a rule with compares = \"target\" (delta. and ratio. need compares = \"reference\")")
     measure = compile_expr("measure", entry["measure"]) if "measure" in entry else None
     if measure is not None and compares != "target":
         raise fail("measure", "is read on each kernel alone: only for compares = \"target\"")
     if entry.get("worse", "higher") not in ("higher", "lower"):
         raise fail("worse", f"must be \"higher\" or \"lower\", not {entry['worse']!r}")
-    if gap is not None and compares != "reference":
-        raise fail("gap", "estimates time lost against the reference: only for compares = \"reference\"")
+    if gap is not None and compares not in ("reference", "target"):
+        raise fail("gap", "estimates time lost against the reference: only for compares = \"reference\" or \"target\"")
 
     placeholders = []
     message = entry["message"]

@@ -28,12 +28,13 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.assignments import check_shape_sizes
 from kernelscope.profiler.dsl_compile import LaunchRequest, compile_artifacts
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
+from kernelscope.profiler.wgmma_waits import wgmma_waits
 from kernelscope.toolchain.cubin import FunctionResources, function_resources
 from kernelscope.toolchain.sass import disassemble, expected_opcodes_missing, local_memory_bytes, opcode_histogram
 from kernelscope.toolchain.tools import package_version
 
 # Bump when the analysis below changes what it derives from the same artifacts.
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 2
 
 SUPPORTED_ARCHS = ("sm_90a", "sm_120a")
 _COMPUTE_CAPABILITY = {"sm_90a": "9.0", "sm_90": "9.0", "sm_120a": "12.0", "sm_120": "12.0"}
@@ -125,6 +126,10 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         _metric(m, "static__spill_store_bytes", local_memory_bytes(opcodes, "STL"), "byte")
         _metric(m, "static__spill_load_bytes", local_memory_bytes(opcodes, "LDL"), "byte")
         _metric(m, "static__sass_instructions", len(opcodes), "inst")
+        # The listing's offsets are the instructions' (16 bytes each), as branch targets count them.
+        waits = wgmma_waits(function.listing())
+        _metric(m, "static__wgmma_groups", waits.groups, "")
+        _metric(m, "static__wgmma_groups_serialized", waits.serialized, "")
         if expected_sass:
             _metric(m, "static__expected_sass_missing", len(missing), "")
             _metric(m, "static__expected_sass_missing_opcodes", " ".join(missing) or "-", "")

@@ -22,10 +22,14 @@ REQUIRED_CAUSES = {
     "spills-local", "grid-too-small", "occupancy-registers", "unfused-fp32", "integer-index-math",
     "special-math", "exposed-latency", "dram-traffic",
 }
-# Measured on the committed corpus (15 scored pairs): kernelscope hit@1 14 and hit@3 15 with the
-# cause rules (3 and 4 before them); ncu's rules hit@1 2 and hit@3 6.
-KERNELSCOPE_FLOOR = {"hit1": 14, "hit3": 15}
+# Measured on the committed corpus (16 scored pairs): kernelscope hit@1 16 and hit@3 16 (14 and 15
+# of 15 before the impact model compared costs on both kernels; 3 and 4 before the cause rules);
+# ncu's rules hit@1 2 and hit@3 6.
+KERNELSCOPE_FLOOR = {"hit1": 16, "hit3": 16}
 NCU_MEASURED = {"hit1": 2, "hit3": 6}
+# ncu's own top rules per pair, as recorded (hit@1, hit@3): every other scored pair is (False, False).
+NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "divergence": (True, True),
+            "spills_local": (False, True), "unfused_fp32": (True, True), "exposed_latency": (False, True)}
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +48,7 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     assert all(p.why.strip() and p.report.exists() for p in pairs)
     # one unscored pair, and it says why
     assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4"]
+    assert "serialized-wgmma" in {p.cause for p in scored}
 
 
 def test_the_mapping_tables_name_only_causes_of_the_vocabulary():
@@ -117,20 +122,26 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 16
+    assert len(rows) == 17
     for row in rows:
         assert row["kernelscope"]["top"] and row["ncu"]["top"], row["id"]
         if row["scored"]:
-            assert row["gap"] > 1.3, row  # measured under ncu; the smallest planted gap is 1.5x
+            # measured under ncu; the smallest planted CUDA gap is 1.5x, the WGMMA chain's 1.12x
+            assert row["gap"] > 1.1, row
 
 
 def test_totals_hold_what_was_measured(result):
     rows, total = result
-    assert total["pairs"] == 15
+    assert total["pairs"] == 16
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED
     by_id = {r["id"]: r for r in rows}
+    for row in rows:
+        if row["scored"]:
+            # every pair's cause is named first by kernelscope
+            assert row["kernelscope"]["hit1"] and row["kernelscope"]["hit3"], row["id"]
+            assert (row["ncu"]["hit1"], row["ncu"]["hit3"]) == NCU_HITS.get(row["id"], (False, False)), row["id"]
     # what ncu's rules get right and wrong on this corpus, as recorded
     assert by_id["divergence"]["ncu"]["hit1"] and by_id["unfused_fp32"]["ncu"]["hit1"]
     assert not by_id["dram_traffic"]["ncu"]["hit3"]  # ncu has no reference to compare bytes with

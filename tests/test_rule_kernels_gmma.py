@@ -39,3 +39,16 @@ def test_only_the_late_warp_runs_its_chain_and_before_the_fence():
     assert len(ffma) == gmma_bound.LAG_UNROLL and max(ffma) < arrive
     # A branch over the chain (taken by the other warps), not a chain speculated into every warp.
     assert any(re.match(r"@!?P\d BRA", i) for i in ins[:min(ffma)])
+
+
+def test_the_static_rule_finds_the_chains_serialized_and_the_others_not():
+    from kernelscope.profiler.static import inspect_cubin
+    from kernelscope.rules.engine import findings_for
+
+    for variant in gmma_bound.VARIANTS:
+        (inspection,) = inspect_cubin(gmma_bound.compile_fake(variant).__cubin__, source=variant.name, arch="sm_90a")
+        fired = {f.rule_id for f in findings_for(inspection.profile)}
+        serialized = inspection.profile.value("static__wgmma_groups_serialized")
+        # wait_group(0) after every round: gmma_chain and gmma_chain_wg2; the others keep rounds in flight.
+        expected = variant.in_flight == 0
+        assert (serialized == 1) == expected and ("serialized-wgmma-in-binary" in fired) == expected, variant.name

@@ -58,6 +58,7 @@ def test_diff_json_and_markdown_carry_the_findings(fixture_file):
     assert rules[0] == "narrow-global-access" and len(rules) == 7
     # A is the faster kernel here: the verdict says so and no finding claims a share of a gap.
     assert doc["verdict"]["faster"] == "a" and doc["verdict"]["gap_ns"] < 0 and doc["verdict"]["main_reason"] is None
+    assert doc["verdict"]["within_noise"] is False and doc["verdict"]["unexplained"] is None
     assert all(f["explains"] is None for f in doc["findings"])
     first = doc["findings"][0]
     assert first["severity"] == "warning" and first["cause"] == "narrow-access" and 0 < first["impact"] <= 1
@@ -69,6 +70,18 @@ def test_diff_json_and_markdown_carry_the_findings(fixture_file):
     md = run("diff", fixture_file(PAIR), "--format", "markdown").output
     assert "### Findings" in md and "**WARNING** Narrow (non-vectorized) global accesses" in md
     assert md.startswith("**B (`nvjet")
+
+
+def test_diff_within_noise_says_so_instead_of_a_main_reason(fixture_file):
+    # The shipped GEMM vs cuBLAS (H200): 1.6% slower, measured once each.
+    gemm = fixture_file("h200-gemm-vs-cublas-4096.quick.ncu-rep")
+    doc = json.loads(run("diff", gemm, "--format", "json").output)
+    assert doc["verdict"]["faster"] == "b" and doc["verdict"]["within_noise"] is True
+    assert doc["verdict"]["main_reason"] is None and "within run-to-run noise" in doc["verdict"]["unexplained"]
+    text = run("diff", gemm).output
+    assert "Main reason" not in text and "The 1.6% gap is within run-to-run noise" in text
+    md = run("diff", gemm, "--format", "markdown").output
+    assert "**The 1.6% gap is within run-to-run noise" in md
 
 
 def test_diff_with_a_user_rule_file_and_disable(fixture_file, tmp_path):

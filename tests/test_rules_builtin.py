@@ -123,6 +123,13 @@ CASES = [
     ("stall-gmma", "gmma_in_flight", None, None, True),
     ("stall-gmma", "gmma_lagging_warp", None, None, True),
     ("stall-gmma", "cublas_gemm", None, None, False),
+    # wait_group(0) after every round, tensor pipe 80%: serialized; in flight, behind a late warp,
+    # or hidden by a second warpgroup (tensor pipe 96%): not
+    ("serialized-wgmma", "gmma_chain", None, None, True),
+    ("serialized-wgmma", "gmma_in_flight", None, None, False),
+    ("serialized-wgmma", "gmma_lagging_warp", None, None, False),
+    ("serialized-wgmma", "gmma_chain_wg2", None, None, False),
+    ("serialized-wgmma", "cublas_gemm", None, None, False),
     ("stall-gmma", "gmma_chain", None, None, False),
     ("slower-than-baseline", "local_array", None, "scale_good", True),
     ("slower-than-baseline", "scale_good", None, "add", False),
@@ -145,7 +152,8 @@ def test_builtin_rule_on_real_reports(kernels, rule_id, target, reference, basel
 def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     covered_fire = {c[0] for c in CASES if c[4]}
     covered_quiet = {c[0] for c in CASES if not c[4]}
-    static_only = {"local-memory-in-binary"}          # tested on compile-only profiles in test_rules_engine
+    # tested on compile-only profiles in test_rules_engine and test_rule_kernels_gmma
+    static_only = {"local-memory-in-binary", "serialized-wgmma-in-binary"}
     # No kernel of these reports has the defect; their firing cases are the planted pairs of the
     # diagnosis corpus (benchmarks/diagnosis), measured by bench_diagnosis.
     corpus_fires = {"atomic-contention", "special-math", "shared-memory-occupancy"}

@@ -10,7 +10,11 @@ An entry is keyed by everything that decides the compiled code:
 - the toolchain: nvidia-cutlass-dsl, cuobjdump, kernelscope and analysis versions
 
 The key is computed without importing the kernel (nor torch nor cutlass), so a cached
-inspect costs a hash of a few files and one cuobjdump run.
+inspect costs a hash of a few files and a few cuobjdump runs.
+
+An entry holds only a cubin built for its key's arch: `store` refuses any other, and `load`
+treats one whose ELF names another arch as a miss (the caller compiles again), so a
+compile that went to the wrong target can never be served as the right one.
 
 Location: $KERNELSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/kernelscope, else ~/.cache/kernelscope.
 """
@@ -26,6 +30,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from kernelscope.errors import UserError
+from kernelscope.toolchain.cubin import cubin_arch
 
 # 2: entries are stored only from a compile the DSL was seen to run (with its launch facts).
 ENTRY_FORMAT = 2
@@ -83,6 +90,14 @@ class CacheEntry:
     meta: dict[str, Any]             # resolved request and what inspection needs besides the cubin
 
 
+def _built_for(cubin: bytes, arch: str) -> bool:
+    """Whether the cubin's ELF names `arch`; an unreadable cubin is not."""
+    try:
+        return cubin_arch(cubin) == arch
+    except UserError:
+        return False
+
+
 class CompileCache:
     def __init__(self, root: Path | None = None):
         self.root = (root or cache_root()) / "compile"
@@ -98,13 +113,16 @@ class CompileCache:
             cubin = (d / "kernel.cubin").read_bytes()
         except (OSError, ValueError):
             return None
-        if meta.get("format") != ENTRY_FORMAT:
+        if meta.get("format") != ENTRY_FORMAT or not _built_for(cubin, key.arch):
             return None
         return CacheEntry(cubin=cubin, meta=meta)
 
-    def store(self, key: CacheKey, cubin: bytes, meta: dict[str, Any]) -> None:
+    def store(self, key: CacheKey, cubin: bytes, meta: dict[str, Any]) -> bool:
         """Write atomically: a reader sees a whole entry or none. A failure to write is not an
-        error for the inspection itself (the cache is an optimisation)."""
+        error for the inspection itself (the cache is an optimisation). False: nothing stored
+        (a cubin for another arch than the key's, or the write failed)."""
+        if not _built_for(cubin, key.arch):
+            return False
         final = self._dir(key)
         tmp: Path | None = None
         try:
@@ -119,6 +137,8 @@ class CompileCache:
         except OSError:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
+            return False
+        return True
 
     def clear(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

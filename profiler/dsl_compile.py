@@ -18,6 +18,7 @@ from typing import Any, Iterator, Mapping
 
 from kernelscope.errors import UserError
 from kernelscope.kernels.spec import ConfigRejected
+from kernelscope.toolchain.cubin import cubin_arch
 
 
 @dataclass
@@ -162,6 +163,29 @@ def record_dsl_compiles() -> Iterator[dict[str, list]]:
         KernelLauncher.launch = original_launch
 
 
+@contextlib.contextmanager
+def dsl_targeting(arch: str) -> Iterator[None]:
+    """While active, the loaded CuTe DSL compiles for `arch`.
+
+    The DSL reads CUTE_DSL_ARCH once, when it is imported; a process that imported cutlass
+    before kernelscope set it (or with another value) would otherwise compile for that
+    arch, or for the arch detected on the machine. Its previous target is restored after.
+    """
+    from cutlass.cutlass_dsl import CuTeDSL
+
+    envar = getattr(CuTeDSL._get_dsl(), "envar", None)
+    if envar is None or not hasattr(envar, "arch"):
+        # A DSL without this knob: the check of the cubin's arch after the compile remains.
+        yield
+        return
+    previous = envar.arch
+    envar.arch = arch
+    try:
+        yield
+    finally:
+        envar.arch = previous
+
+
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -203,7 +227,7 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
     except ImportError as e:
         raise UserError(f"cannot compile {spec.name}: nvidia-cutlass-dsl is not installed ({e})")
 
-    with record_dsl_compiles() as seen:
+    with dsl_targeting(arch), record_dsl_compiles() as seen:
         try:
             compiled = spec.compile(dict(config), dict(shape), dtype, arch)
         except ConfigRejected as e:
@@ -225,6 +249,14 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
         raise UserError(
             f"{spec.name}: its compile produced no cubin to inspect "
             "(compile with options='--keep-cubin' and return CompiledKernel(cubin=compiled.__cubin__))")
+
+    # Verified, not assumed: a kernel may pass its own --gpu-arch, or hand back a compile it
+    # memoised earlier in this process for another target.
+    built_for = cubin_arch(cubin)
+    if built_for != arch:
+        raise UserError(
+            f"{spec.name}: its compile produced a cubin for {built_for or 'an unnamed arch'}, not {arch} "
+            f"(set CUTE_DSL_ARCH={arch} before anything imports cutlass)", exit_code=3)
 
     launches: list[LaunchRequest] = []
     for fn in jit_functions:

@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,13 +103,23 @@ def parse_elf_facts(text: str) -> dict[str, dict[str, Any]]:
     return facts
 
 
-_ELF_HEADER_ARCH = re.compile(r"^\s*\d+bit elf:.*\bsm=(\w+)", re.MULTILINE)
+# CUDA 12's cuobjdump writes "64bit elf: ... sm=90a", CUDA 13's "64-bit ELF: ... sm=90a".
+_ELF_HEADER_ARCH = re.compile(r"^\s*\d+-?bit elf:.*\bsm=(\w+)", re.MULTILINE | re.IGNORECASE)
 
 
 def elf_arch(text: str) -> str | None:
     """The target named in `cuobjdump --dump-elf`'s header line, as `sm_90a`."""
     m = _ELF_HEADER_ARCH.search(text)
     return f"sm_{m.group(1)}" if m else None
+
+
+def cubin_arch(cubin: bytes) -> str | None:
+    """The architecture a cubin was built for, as `sm_90a` (None: cuobjdump names none)."""
+    with tempfile.TemporaryDirectory(prefix="kernelscope-arch-") as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        return elf_arch(run_tool("cuobjdump", "--dump-elf", path))
 
 
 def function_resources(cubin_path: str) -> tuple[dict[str, FunctionResources], str | None]:

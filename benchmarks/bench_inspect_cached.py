@@ -1,0 +1,66 @@
+"""Benchmark: `kernelscope inspect` of a request already in the compile cache, end to end.
+
+    python benchmarks/bench_inspect_cached.py [--budget 2.0] [--runs 3]
+
+Compiles the example kernel (tests/examples/smem_reverse.py) once into a fresh cache, then
+runs the same inspect in a fresh process `--runs` times and prints each wall time and the
+median; exits 1 when the median exceeds the budget (2 s on the CI machine), 2 when an
+inspect fails or does not come from the cache. Needs nvidia-cutlass-dsl and cuobjdump,
+no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "tests" / "examples" / "smem_reverse.py"
+
+
+def inspect(target: str, env: dict[str, str]) -> tuple[float, dict | None, str]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "kernelscope", "inspect", target, "--format", "json"],
+                          capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - start
+    return elapsed, (json.loads(proc.stdout) if proc.returncode == 0 else None), proc.stderr
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--budget", type=float, default=2.0, help="seconds allowed for the median cached run")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        # A folder of its own: the cache key hashes the kernel file's neighbours too.
+        kernel = Path(tmp) / "kernel" / EXAMPLE.name
+        kernel.parent.mkdir()
+        shutil.copy(EXAMPLE, kernel)
+        env = dict(os.environ, KERNELSCOPE_CACHE_DIR=str(Path(tmp) / "cache"))
+        target = f"{kernel}:SPEC"
+        compile_s, doc, err = inspect(target, env)
+        if doc is None:
+            print(err, file=sys.stderr)
+            return 2
+        times = []
+        for _ in range(args.runs):
+            elapsed, doc, err = inspect(target, env)
+            if doc is None or not doc["inspect"]["from_cache"]:
+                print(err or "the inspect did not come from the cache", file=sys.stderr)
+                return 2
+            times.append(elapsed)
+    median = statistics.median(times)
+    print(f"inspect with a compile: {compile_s:.2f} s; from the cache: "
+          + ", ".join(f"{t:.2f} s" for t in times) + f"; median {median:.2f} s (budget {args.budget:.1f} s)")
+    return 0 if median <= args.budget else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -103,3 +103,24 @@ def test_load_treats_an_entry_of_another_arch_as_a_miss(tmp_path, cubins):
     assert cache.load(key) is None
     stored.write_bytes(b"not a cubin")
     assert cache.load(key) is None
+
+
+def test_a_compile_for_another_arch_is_refused_with_one_line(cubins, tmp_path, monkeypatch):
+    """A kernel that forces its own target (or returns a compile memoised for another arch)
+    is not inspected, nor cached, as the arch asked for."""
+    pytest.importorskip("cutlass")
+    from types import SimpleNamespace
+
+    from kernelscope.errors import UserError
+    from kernelscope.profiler.dsl_compile import compile_artifacts
+
+    # compile_artifacts sets these for the process: keep them to this test.
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
+    spec = SimpleNamespace(name="pinned", compile=lambda *args: SimpleNamespace(cubin=cubins["sm_100a"]))
+    with pytest.raises(UserError) as refused:
+        compile_artifacts(spec, {}, {}, "float32", "sm_90a")
+    message = str(refused.value)
+    assert "\n" not in message and "sm_100a, not sm_90a" in message and "CUTE_DSL_ARCH=sm_90a" in message
+    assert refused.value.exit_code == 3
+    assert compile_artifacts(spec, {}, {}, "float32", "sm_100a").cubin == cubins["sm_100a"]

@@ -15,8 +15,9 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import load_catalog
 from kernelscope.profiler.compare import compare, readings
 from kernelscope.profiler.sources import load_profile_run
-from kernelscope.reports.findings import print_findings
+from kernelscope.reports.findings import print_findings, print_headline
 from kernelscope.reports.terminal import make_console, print_comparison, print_show
+from kernelscope.rules.diagnosis import diagnose
 from kernelscope.rules.engine import evaluate_all
 from kernelscope.rules.line_locations import attach_locations
 
@@ -74,18 +75,19 @@ def print_profile_diff(report_path: str, has_reference: bool) -> None:
     console.print(f"captured: target {target_profile.launches} launch(es)"
                   + (f", reference {ref_profile.launches} launch(es)" if ref_profile else ""))
     if ref_profile is not None:
-        print_comparison(compare(target_profile, ref_profile), console)
-    else:
-        catalog = load_catalog()
-        measured = [v for v in catalog.view_names() if v != "static"]
-        print_show(console, [(target_profile, readings(target_profile, catalog, measured))],
-                   {v: catalog.views[v].title for v in measured})
-    _print_findings(target_profile, ref_profile, console)
-
-
-def _print_findings(target_profile, ref_profile, console) -> None:
-    """The rule findings for the target (against its reference when there is one)."""
-    rules = evaluate_all(target_profile, ref_profile)
+        # The same reading as `diff`: the verdict first, the tables, then the diagnosis against the reference.
+        comparison = compare(target_profile, ref_profile)
+        result = diagnose(target_profile, ref_profile)
+        attach_locations(result.findings, target_profile.source_lines)
+        print_headline(comparison, result, console)
+        print_comparison(comparison, console)
+        print_findings(result.findings, console, result.not_evaluated, result)
+        return
+    catalog = load_catalog()
+    measured = [v for v in catalog.view_names() if v != "static"]
+    print_show(console, [(target_profile, readings(target_profile, catalog, measured))],
+               {v: catalog.views[v].title for v in measured})
+    rules = evaluate_all(target_profile)
     attach_locations(rules.findings, target_profile.source_lines)
     print_findings(rules.findings, console, rules.not_evaluated)
 

@@ -60,6 +60,9 @@ def test_profile_diff_from_the_fixture(fixture_file):
     assert r.returncode == 0, r.stderr
     assert "captured: target 1 launch(es), reference 1 launch(es)" in r.stdout
     assert "ks:target" in r.stdout and "ks:reference" in r.stdout and "Duration" in r.stdout
+    # As in `diff`, the verdict comes first, right after the capture line.
+    verdict = r.stdout.splitlines()[1]
+    assert verdict.startswith("B (ks:reference) is 21.7% slower than A (ks:target)"), verdict
     keys = subprocess.run([sys.executable, "-m", "kernelscope.reports.profile_view", str(path), "--key-metrics"],
                           capture_output=True, text=True, timeout=300)
     metrics = json.loads(keys.stdout.strip().splitlines()[-1])

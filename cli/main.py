@@ -21,6 +21,10 @@ class _Group(click.Group):
             sys.exit(e.exit_code)
         except BrokenPipeError:
             sys.exit(0)
+        except KeyboardInterrupt:
+            # Commands that write as they go (sweep's journal) say what they kept themselves.
+            click.echo("kernelscope: interrupted", err=True)
+            sys.exit(130)
 
 
 @click.group(cls=_Group)

@@ -114,6 +114,15 @@ def _profile_checks(timing: dict[str, Any], metrics: dict[str, Any], peak_gbps: 
     add_profile_checks(timing, float(ns) * 1e-6 if isinstance(ns, (int, float)) else None, dram, peak_gbps)
 
 
+def mark_suspect(row: dict[str, Any]) -> dict[str, Any]:
+    """A timed row whose timing failed a check is `suspect`, with what failed: it keeps its
+    timing but is never ranked (docs/timing-checks.md)."""
+    checks = tc.Checks.from_dict((row.get("timing") or {}).get("checks"))
+    if row.get("status") == "ok" and checks.suspect:
+        row.update(status="suspect", message=checks.summary())
+    return row
+
+
 def measure_point(plan: SweepPlan, point: Point, profile_fn: Callable | None = None) -> dict[str, Any]:
     """Compile, time (and profile) one point on this process's GPU, then check its output;
     returns its row. Only launches and copies hold the GPU: compiling before and the
@@ -157,19 +166,14 @@ def measure_point(plan: SweepPlan, point: Point, profile_fn: Callable | None = N
         return dict(row, status="wrong", finished_at=time.time(),
                     message=f"{report.bad_count} elements over tolerance (max abs {report.max_abs_error:.3g}); "
                             f"{report.where()}")
-    timing = host["timing"]
-    row.update(status="ok", message="", timing=timing.to_dict(),
+    row.update(status="ok", message="", timing=host["timing"].to_dict(),
                reference_timing=host["reference_timing"].to_dict() if host["reference_timing"] else None)
-    if timing.checks.suspect:            # timed, but a check failed: never ranked (docs/timing-checks.md)
-        row.update(status="suspect", message=timing.checks.summary())
-    if plan.profile and profile_fn is not None and row["status"] == "ok":
+    if plan.profile and profile_fn is not None and not host["timing"].checks.suspect:
         with gpu_device.exclusive(uuid):
             row["metrics"] = profile_fn(plan, point)
         if "error" not in row["metrics"]:
             _profile_checks(row["timing"], row["metrics"], host["peak_gbps"])
-            checks = tc.Checks.from_dict(row["timing"]["checks"])
-            if checks.suspect:
-                row.update(status="suspect", message=checks.summary())
+    mark_suspect(row)
     row["finished_at"] = time.time()
     return row
 

@@ -33,6 +33,27 @@ def fake_measure(plan, point, profile_fn=None) -> dict:
                 reference_timing=_timing(1.0), device=device)
 
 
+def checked_measure(plan, point, profile_fn=None) -> dict:
+    """fake_measure with the timing checks the point task records: threads=512 at vec=4 beats
+    the physical floor (a planted impossible time), every other timing passes; the status is
+    decided by the point task's own `mark_suspect`."""
+    from kernelscope.profiler import sweep_runner
+    from kernelscope.profiler import timing_checks as tc
+
+    row = fake_measure(plan, point)
+    if row["timing"] is None:
+        return row
+    checks = tc.Checks()
+    checks.add(tc.passed(tc.TIMER, "samples from CUDA events"))
+    if point.config == {"threads": 512, "vec": 4}:
+        row["timing"]["median_ms"] = 0.001
+        checks.add(tc.failed(tc.FLOOR, "0.001 ms is under the 0.1 ms the bytes need at peak bandwidth"))
+    else:
+        checks.add(tc.passed(tc.FLOOR, "above the physical floor"))
+    row["timing"]["checks"] = checks.to_dict()
+    return sweep_runner.mark_suspect(row)
+
+
 def dying_measure(plan, point, profile_fn=None) -> dict:
     """Kills its worker process the first time it meets threads=256 (plan.report_dir holds the mark)."""
     mark = os.path.join(plan.report_dir, f"died-{point.index}")

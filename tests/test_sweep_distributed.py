@@ -104,6 +104,21 @@ def test_journal_refuses_to_overwrite_or_resume_another_sweep_and_ignores_a_torn
     assert len(records) == 18 and header["dtype"] == "bfloat16"
 
 
+def test_a_suspect_timing_is_kept_unranked_and_not_measured_again_on_resume(tmp_path):
+    out = _run(tmp_path, "c.jsonl", executors.SerialExecutor(), sweep_fakes.checked_measure)
+    rows = out.document["rows"]
+    suspect = [r for r in rows if r["status"] == "suspect"]
+    assert [r["config"] for r in suspect] == [{"threads": 512, "vec": 4}] * 2
+    for r in suspect:
+        assert r["timing"]["median_ms"] == 0.001 and r["timing"]["checks"]["failed"] == ["physical_floor"]
+        assert r["message"].startswith("SUSPECT: physical_floor") and r["speed_vs_reference_pct"] is None
+    ranked = [r for r in rows if r["status"] == "ok"]
+    assert rows[:len(ranked)] == ranked              # the fastest (impossible) time is not first
+    assert all(r["timing"]["checks"]["suspect"] is False and r["speed_vs_reference_pct"] for r in ranked)
+    again = _run(tmp_path, "c.jsonl", executors.SerialExecutor(), sweep_fakes.always_raising_measure, resume=True)
+    assert again.progress.skipped == 18 and again.document == out.document
+
+
 def test_rows_of_two_gpu_models_are_never_one_ratio():
     def row(i, name, ms, ref_ms):
         return {"index": i, "key": str(i), "shape": {}, "config": {"i": i}, "status": "ok", "final": True,
@@ -157,6 +172,11 @@ def test_local_cluster_and_existing_cluster_merge_to_the_serial_result(tmp_path,
         remote = _run(tmp_path, "remote.jsonl", executors.DaskExecutor.connect(cluster.scheduler_address),
                       sweep_fakes.fake_measure).document
     assert local == serial and remote == serial
+    checked_serial = _run(tmp_path, "cs.jsonl", executors.SerialExecutor(), sweep_fakes.checked_measure).document
+    checked_local = _run(tmp_path, "cl.jsonl", executors.DaskExecutor.local(["0", "1"], workers_per_gpu=1),
+                         sweep_fakes.checked_measure).document
+    assert checked_local == checked_serial
+    assert [r["status"] for r in checked_local["rows"]].count("suspect") == 2
     assert len(_journal_lines(tmp_path / "local.jsonl")) == len(_journal_lines(tmp_path / "remote.jsonl")) == 19
 
 

@@ -20,6 +20,7 @@ from kernelscope.gate.baseline import SCHEMA, SCHEMA_VERSION, save_baseline
 from kernelscope.gate.environment import capture_environment
 from kernelscope.gate.runner import _case_record, _measure_case, _profile_case, static_entries
 from kernelscope.gate.suite import Case, Suite
+from kernelscope.profiler.code_identity import case_identity
 from kernelscope.profiler.executors import PointExecutor
 
 _GPU_ENV_KEYS = ("gpu", "driver", "cuda", "torch", "timing")
@@ -35,10 +36,12 @@ def run_case(case: Case, suite: Suite, use_cache: bool, keep_reports: str | None
     record["shape"], record["dtype"] = dict(inspection.shape), inspection.dtype
     record["config"] = dict(inspection.config)
     record["static"] = entries
+    record["code"] = case_identity(inspection)     # the gate's same-code verdicts need it
     uuid = gpu_device.current_device_facts().get("uuid")
     ncu = None
     with gpu_device.exclusive(uuid):
         _measure_case(case, suite, record)
+        record["code"]["launches"] = record["timing"]["target"].get("launches")
         if case.ncu:
             ncu = _profile_case(case, suite, record, keep_reports)
         record["device"] = gpu_device.current_device_facts()
@@ -92,6 +95,8 @@ def document(suite: Suite, cases: list, done: dict[int, dict[str, Any]]) -> dict
         drivers = sorted({str(r["gpu_environment"].get("driver")) for r in results})
         env["gpu"] = {"name": f"mixed: {', '.join(names)}"}
         env["driver"] = drivers[0] if len(drivers) == 1 else f"mixed: {', '.join(drivers)}"
+    if suite.fresh_inputs:
+        env["timing"] = dict(env.get("timing") or {}, fresh_inputs=True)     # as run_suite (a copy: shared)
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "kind": "gpu",
             "suite": {"path": suite.path, "name": suite.name, "static_only": False, "samples": suite.samples},
             "environment": env, "cases": [r["record"] for r in results]}

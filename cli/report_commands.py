@@ -60,6 +60,8 @@ def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files,
     catalog = load_catalog(catalog_files)
     view_names = list(views) or catalog.view_names()
     catalog.metrics_of(view_names)
+    if regex and selector:
+        raise UserError(f"{report}: give the kernel either after the file name (FILE:{selector}) or with -k, not both")
     profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
     if fmt == "table" and len(profiles) > DETAIL_LIMIT and not full and not views:
         summary = [catalog.metrics[m] for m in terminal.SUMMARY_METRICS]
@@ -126,7 +128,8 @@ def require_lines(profiles: list[KernelProfile], path: str) -> None:
 @click.argument("b", required=False)
 @click.option("--view", "views", multiple=True, help="View(s) to compare (default: all).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--top-opcodes", default=15, show_default=True, help="Opcodes to list in the instruction-mix table.")
+@click.option("--top-opcodes", default=15, show_default=True, type=click.IntRange(min=0),
+              help="Opcodes to list in the instruction-mix table.")
 @_catalog_option
 @click.option("--rules", "rule_files", multiple=True, type=click.Path(dir_okay=False),
               help="Extra rule file(s) adding or overriding rules (docs/rules.md). Repeatable.")

@@ -204,10 +204,15 @@ def run_target(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, 
     ref_fn = references.bind(ref_name, spec, inputs) if ref_name else None
 
     # Correctness on fresh (poisoned) outputs before anything is timed.
-    out = target_fn()
+    returned = target_fn()
     torch.cuda.synchronize()
-    out = inputs[spec.output] if spec.output in inputs else out
+    out = inputs[spec.output] if spec.output in inputs else returned
     target_side = SideResult(name=spec.name, correctness=check_output(spec, out, inputs, dtype))
+    if (not target_side.correctness.ok and isinstance(returned, torch.Tensor) and returned is not out
+            and returned.shape == out.shape):
+        target_side.correctness.diagnoses.append(
+            f"the kernel returned a tensor but kernelscope checks the `{spec.output}` buffer it was given: "
+            f"write the result into inputs[{spec.output!r}] instead of returning a new tensor")
     ref_side = None
     if ref_fn is not None:
         ref_out = ref_fn()

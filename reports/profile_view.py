@@ -102,3 +102,5 @@ if __name__ == "__main__":
     except UserError as e:
         print(f"kernelscope: error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -22,3 +22,14 @@ class UserError(Exception):
 def one_line(message: str) -> str:
     """A message folded onto one line (tool output quoted in it may hold newlines)."""
     return " ".join(str(message).split())
+
+
+def reraise_interrupt(error: BaseException) -> None:
+    """Raise KeyboardInterrupt if `error` was caused by one. A compiler that calls back into
+    Python may wrap Ctrl-C in its own exception; that is the user stopping, not a failed compile."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__

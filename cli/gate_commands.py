@@ -145,11 +145,12 @@ def gate(baseline_path, suite_path, report_path, static_only, accept_inconclusiv
     if suite_path and report_path:
         raise UserError("give --suite or --report, not both")
     # Everything that can be refused is refused before the suite runs (it may take minutes).
-    outputs = {markdown_path: "markdown summary", junit_path: "JUnit XML", json_path: "JSON verdicts",
-               save_run: "run baseline"}
-    for path, what in outputs.items():
+    outputs = [(markdown_path, "markdown summary"), (junit_path, "JUnit XML"), (json_path, "JSON verdicts"),
+               (save_run, "run baseline")]
+    for path, what in outputs:
         check_output_file(path, force, what)
-    if len([p for p in outputs if p]) != len({os.path.abspath(p) for p in outputs if p}):
+    named = [os.path.abspath(p) for p, _ in outputs if p]
+    if len(named) != len(set(named)):
         raise UserError("--markdown, --junit, --json and --save-run must name different files")
     if min_effect is not None and not 0 <= min_effect < 1:
         raise UserError(f"--min-effect {min_effect:g}: a relative change lies in [0, 1) (0.03 is 3%)")

@@ -7,7 +7,7 @@ import sys
 import click
 
 from kernelscope import __version__
-from kernelscope.errors import EXIT_INTERRUPTED, EXIT_USAGE, UserError, one_line
+from kernelscope.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, UserError, one_line
 
 
 def fail(message: str, exit_code: int) -> None:
@@ -43,6 +43,13 @@ class _Group(click.Group):
             fail(str(e), e.exit_code)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as e:
+            # A file the command could not read or write that no check above it named: still one
+            # line. Missing or forbidden files are the user's input; anything else (a full disk,
+            # an I/O error) is the machine's.
+            input_errors = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+            where = f"{e.filename}: " if e.filename else ""
+            fail(f"{where}{e.strerror or e}", EXIT_USAGE if isinstance(e, input_errors) else EXIT_ENVIRONMENT)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -53,14 +53,15 @@ def check_output_folder(path: str | None, what: str = "output") -> None:
 def write_text(path: str, text: str, *, force: bool, what: str = "output") -> None:
     """Write atomically; an existing file is replaced only with force."""
     check_output_file(path, force, what)
-    with atomic_path(path, what) as tmp:
+    with atomic_path(path, what, force=force) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
 
 
 @contextlib.contextmanager
-def atomic_path(path: str, what: str = "output"):
-    """A temporary path beside `path` to write into; renamed onto `path` when the block ends
-    normally, removed on any error or interrupt."""
+def atomic_path(path: str, what: str = "output", *, force: bool = False):
+    """A temporary path beside `path` to write into; moved onto `path` when the block ends
+    normally, removed on any error or interrupt. Without force the move is a hard link,
+    which fails if the file appeared meanwhile (another command writing the same name)."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
@@ -72,9 +73,26 @@ def atomic_path(path: str, what: str = "output"):
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes files private; outputs are ordinary files
-        os.replace(tmp, path)
+        if force:
+            os.replace(tmp, path)
+        else:
+            _link_new(tmp, path)
+    except FileExistsError:
+        raise UserError(f"{path} exists: pass -f/--force to replace it") from None
     except OSError as e:
         raise UserError(f"cannot write the {what} to {path}: {e.strerror or e}") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _link_new(tmp: str, path: str) -> None:
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        # A file system without hard links: the check before the work is all there is.
+        if os.path.exists(path):
+            raise FileExistsError(path) from None
+        os.replace(tmp, path)

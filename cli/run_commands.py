@@ -57,7 +57,7 @@ def _check_config_types(spec, config: dict, several: bool) -> None:
 
 def _write_json(path: str, data, force: bool) -> None:
     check_output_file(path, force, "JSON results")
-    with atomic_path(path, "JSON results") as tmp:
+    with atomic_path(path, "JSON results", force=force) as tmp:
         with open(tmp, "w") as f:
             json.dump(data, f, indent=1, default=str)
 

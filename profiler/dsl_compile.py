@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from kernelscope.errors import UserError
+from kernelscope.errors import UserError, reraise_interrupt
 from kernelscope.kernels.spec import ConfigRejected
 from kernelscope.toolchain.cubin import cubin_arch
 
@@ -236,6 +236,7 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
         except UserError:
             raise
         except Exception as e:
+            reraise_interrupt(e)
             raise UserError(f"{spec.name}: compile failed for {arch}: {compile_error_summary(e)}")
 
     cubin = _as_bytes(getattr(compiled, "cubin", None))

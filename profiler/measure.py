@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kernelscope.errors import UserError
+from kernelscope.errors import UserError, reraise_interrupt
 from kernelscope.kernels import references
 from kernelscope.kernels.spec import ConfigRejected, KernelSpec
 from kernelscope.profiler.assignments import check_shape_sizes, format_config, format_shape
@@ -325,6 +325,7 @@ def sweep(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, confi
         except ConfigRejected as e:
             row = SweepRow(cfg, "invalid", str(e))
         except Exception as e:  # a compile failure of one config must not end the sweep
+            reraise_interrupt(e)
             row = SweepRow(cfg, "failed", f"compile: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         else:
             row = _time_config(spec, compiled, cfg, inputs, dtype, timer, timer_kwargs)
@@ -346,6 +347,7 @@ def _time_config(spec, compiled, cfg, inputs, dtype, timer, timer_kwargs) -> Swe
         out = inputs[out_name] if out_name in inputs else out
         report = check_output(spec, out, inputs, dtype)
     except Exception as e:
+        reraise_interrupt(e)
         return SweepRow(cfg, "failed", f"launch: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     if not report.ok:
         return SweepRow(cfg, "wrong", f"{report.bad_count} elements over tolerance (max abs "

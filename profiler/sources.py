@@ -27,8 +27,11 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lin
     if path.suffix == ".json":
         return _load_json(path)
     if path.exists() and path.is_file() and path.suffix != ".xz":
-        with open(path, "rb") as f:
-            head = f.read(16)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(16)
+        except OSError as e:
+            raise UserError(f"{path}: cannot read ({e.strerror or e})") from None
         if head.lstrip().startswith(b"{"):
             return _load_json(path)
         if not head.startswith(REPORT_MAGIC):

@@ -109,7 +109,7 @@ def _largest_changes(views: dict[str, Any]) -> tuple[list[plots.ChangeRow], list
             if abs(ratio - 1.0) < SAME_WITHIN:
                 continue
             rows.append((abs(math.log(ratio)), plots.ChangeRow(m["label"], ratio, m.get("better_side"))))
-    rows.sort(key=lambda t: -t[0])
+    rows.sort(key=lambda t: (-t[0], t[1].label))
     return [r for _, r in rows[:TOP_CHANGES]], one_sided
 
 
@@ -197,7 +197,7 @@ def _mix_rows(profiles: Sequence[KernelProfile]) -> list[plots.MixRow]:
     if not any(totals):
         return []
     shares = [{op: n / t for op, n in p.instruction_mix.items()} if t else None for p, t in zip(profiles, totals)]
-    ops = sorted({op for s in shares if s for op in s}, key=lambda op: -max((s or {}).get(op, 0.0) for s in shares))
+    ops = sorted({op for s in shares if s for op in s}, key=lambda op: (-max((s or {}).get(op, 0.0) for s in shares), op))
     return [plots.MixRow(op, [None if s is None else s.get(op, 0.0) for s in shares]) for op in ops[:TOP_OPCODES]]
 
 
@@ -282,7 +282,7 @@ def gate_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
             if is_number(m.get("change")) and m["change"] != 0:
                 label = f"{m.get('metric')} · {shorten(str(m.get('kernel') or case.get('case')), 24)}"
                 bars.append(plots.VerdictRow(label, float(m["change"]), m.get("verdict", "")))
-    bars.sort(key=lambda r: -abs(r.change))
+    bars.sort(key=lambda r: (-abs(r.change), r.label))
     if bars:
         page.plots.append(Plot("gate-changes", "Largest changes against the baseline",
                                plots.gate_changes_figure(bars[:20]),
@@ -326,7 +326,7 @@ def sweep_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
         elif not with_pct and r.get("timing"):
             bars.append(plots.SweepBar(label, float(r["timing"]["median_ms"])))
     if bars:
-        bars.sort(key=lambda b: -b.value if with_pct else b.value)
+        bars.sort(key=lambda b: (-b.value if with_pct else b.value, b.label))
         caption = ("Speed of each valid config as a percentage of the reference's (reference median time / config "
                    "median time, CUDA events); 100% is as fast as the reference." if with_pct
                    else "Median time per launch of each valid config (no reference was timed).")

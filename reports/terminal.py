@@ -116,7 +116,7 @@ def print_top_opcodes(console: Console, profile: KernelProfile, top: int = 12) -
     table.add_column("Opcode")
     table.add_column("In binary" if static else "Executed", justify="right")
     table.add_column("Share", justify="right")
-    for op, count in sorted(profile.instruction_mix.items(), key=lambda kv: kv[1], reverse=True)[:top]:
+    for op, count in sorted(profile.instruction_mix.items(), key=lambda kv: (-kv[1], kv[0]))[:top]:
         table.add_row(op, format_value(count, "inst"), format_share(count / total))
     console.print(table)
 

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from kernelscope.cli.report_commands import full_names_option
 from kernelscope.errors import UserError
 
 
@@ -25,7 +26,7 @@ def _print_inspection(console, inspection, catalog) -> None:
     from rich.text import Text
 
     from kernelscope.profiler.compare import readings
-    from kernelscope.profiler.units import format_value
+    from kernelscope.profiler.units import format_value, kernel_label
     from kernelscope.reports.terminal import describe
 
     settings = ", ".join(f"{k}={v}" for k, v in inspection.config.items())
@@ -37,7 +38,7 @@ def _print_inspection(console, inspection, catalog) -> None:
                        style="dim"))
     for k in inspection.kernels:
         p = k.profile
-        console.print(Text(f"[{p.index}] {p.name}", style="bold cyan"), overflow="fold")
+        console.print(Text(f"[{p.index}] {kernel_label(p)}", style="bold cyan"), overflow="fold")
         console.print(f"    {describe(p)}")
         for view, rs in readings(p, catalog, STATIC_VIEWS).items():
             table = Table(title=catalog.views[view].title, title_justify="left", show_edge=False, pad_edge=False)
@@ -149,6 +150,7 @@ def _inspect_lines(first, second, fmt, top, no_cache):
               help="Write the cubin and each kernel's SASS listing into this folder.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds this request.")
+@full_names_option
 @click.option("--lines", "lines", is_flag=True,
               help="Compile with line information and group each kernel's SASS by Python file:line, heaviest first "
                    "(with --vs-config: the two configs line by line).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import click
@@ -13,10 +14,24 @@ from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.selection import lines_for, resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
+from kernelscope.profiler.units import FULL_NAMES
 from kernelscope.rules.diagnosis import diagnose
 
 FORMATS = ("table", "json", "csv", "markdown", "brief")
 DETAIL_LIMIT = 8  # beyond this many kernels, the table format summarises
+
+
+def full_names_option(f):
+    """--full-names: the kernels' full (mangled) names in headers and tables instead of short ones."""
+    @functools.wraps(f)
+    def run(*args, full_names: bool, **kwargs):
+        token = FULL_NAMES.set(full_names)
+        try:
+            return f(*args, **kwargs)
+        finally:
+            FULL_NAMES.reset(token)
+    return click.option("--full-names", is_flag=True,
+                        help="Full kernel names in headers and tables (JSON always has them).")(run)
 
 
 def _catalog_option(f):
@@ -47,6 +62,7 @@ def _emit(text: str) -> None:
 @click.option("--top", "top", default=15, show_default=True, help="Lines to list with --lines.")
 @_catalog_option
 @_tokens_option
+@full_names_option
 def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files, tokens):
     """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
 
@@ -143,6 +159,7 @@ def require_lines(profiles: list[KernelProfile], path: str) -> None:
 @click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None,
               help="Write the findings located at lines as a SARIF 2.1.0 file.")
 @_tokens_option
+@full_names_option
 def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path, tokens):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 

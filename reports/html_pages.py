@@ -15,7 +15,8 @@ from kernelscope.profiler.catalog import Catalog, load_catalog
 from kernelscope.profiler.compare import readings
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.roofline import SECTIONS_NEEDED, Roofline, roofline
-from kernelscope.profiler.units import NOT_COLLECTED, format_change, format_relative, format_share, format_value
+from kernelscope.profiler.units import (NOT_COLLECTED, format_change, format_relative, format_share, format_value,
+                                        kernel_label)
 from kernelscope.reports import plots
 from kernelscope.reports.html import (Page, Plot, escape, is_number, number, plain, shorten,
                                       signed_percent)
@@ -36,7 +37,7 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
     holds catalog values only, so without them there is no roofline.
     """
     a, b = doc.get("a") or {}, doc.get("b") or {}
-    name_a, name_b = a.get("name") or "A", b.get("name") or "B"
+    name_a, name_b = a.get("short_name") or a.get("name") or "A", b.get("short_name") or b.get("name") or "B"
     page = Page(
         title=title or f"{shorten(name_a)} vs {shorten(name_b)}",
         subtitle="A is the kernel, B the reference; the change column is A - B.",
@@ -50,7 +51,7 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
     if static:
         page.notes.append("No roofline: a compile-only (static) profile has no measured FLOP/s or bytes.")
     elif profiles is not None:
-        roof = roofline(list(profiles), [profiles[0].name, profiles[1].name], ["A", "B"])
+        roof = roofline(list(profiles), [kernel_label(profiles[0]), kernel_label(profiles[1])], ["A", "B"])
         _add_roofline(page, roof)
     else:
         page.notes.append("No roofline: a diff JSON holds catalog values only. Give the two reports "
@@ -156,7 +157,7 @@ def profiles_page(profiles: Sequence[KernelProfile], source: str, *, catalog: Ca
                   title: str | None = None) -> Page:
     """One or more kernels, each in its own column (no reference)."""
     catalog = catalog or load_catalog()
-    names = [p.name for p in profiles]
+    names = [kernel_label(p) for p in profiles]
     roles = [f"@{p.index}" for p in profiles]
     page = Page(title=title or (f"{shorten(names[0])}" if len(profiles) == 1 else f"{len(profiles)} kernels of {source}"),
                 subtitle=f"From {source}.")
@@ -391,7 +392,8 @@ def _identity_table(identities: list[dict[str, Any]], roles: list[str]) -> str:
                 f"cache control {s.get('cache_control') or 'n/a'}; replay passes {s.get('replay_passes') or 'n/a'}")
 
     rows = [
-        ("kernel", lambda d: d.get("name")),
+        ("kernel", lambda d: d.get("short_name") or d.get("name")),
+        ("full name", lambda d: d.get("name")),
         ("demangled", lambda d: d.get("demangled_name")),
         ("source", lambda d: f"{d.get('source')} @{d.get('index')}"),
         ("launch", launch),

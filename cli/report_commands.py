@@ -139,6 +139,28 @@ def require_lines(profiles: list[KernelProfile], path: str) -> None:
         raise UserError(f"{path}: {NO_SOURCE_COUNTERS}")
 
 
+def rules_in_effect(rule_files, disabled, catalog) -> str | None:
+    """What --rules and --disable changed, said once so the user sees they took effect."""
+    from kernelscope.rules.engine import load_rules
+
+    if not rule_files and not disabled:
+        return None
+    builtin = load_rules((), catalog).rules
+    loaded = load_rules(rule_files, catalog).rules
+    parts = []
+    for path in rule_files:
+        mine = [r for r in loaded.values() if r.file == str(path)]
+        new = sum(1 for r in mine if r.id not in builtin)
+        replaced = len(mine) - new
+        tuned = sum(1 for i, r in loaded.items() if i in builtin and r.file != str(path)
+                    and r.thresholds != builtin[i].thresholds and r.file == builtin[i].file)
+        parts.append(f"{path}: {new} rule(s) added, {replaced} replaced"
+                     + (f", thresholds of {tuned} changed" if tuned else ""))
+    if disabled:
+        parts.append(f"disabled: {', '.join(disabled)}")
+    return f"rules: {len(loaded) - len(set(disabled))} in effect; " + "; ".join(parts)
+
+
 @click.command()
 @click.argument("a")
 @click.argument("b", required=False)
@@ -185,6 +207,7 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
     comparison = compare(first, second, catalog, list(views) or None, top_opcodes)
     # B is A's reference: the rules compare A alone and A against B.
     result = diagnose(first, second, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
+    in_effect = rules_in_effect(rule_files, disabled, catalog)
     attach_locations(result.findings, first.source_lines)
     if sarif_path:
         from kernelscope.reports.annotations import write_sarif
@@ -199,7 +222,8 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
 
         line_comparison = compare_lines(first.source_lines, second.source_lines)
     if fmt == "json":
-        extra = findings.diagnosis_json(result)
+        extra = {**findings.diagnosis_json(result),
+                 "rule_files": [str(f) for f in rule_files], "rules_disabled": list(disabled)}
         if line_comparison is not None:
             extra["lines"] = {"comparison": line_comparison.to_dict(top),
                               "a": first.source_lines.to_dict(), "b": second.source_lines.to_dict()}
@@ -221,12 +245,15 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
         _emit(structured.diff_csv(comparison))
     elif fmt == "markdown":
         _emit(findings.headline_markdown(comparison, result) + "\n" + markdown.diff_markdown(comparison) + "\n"
-              + findings.findings_markdown(result.findings, result.not_evaluated, result))
+              + findings.findings_markdown(result.findings, result.not_evaluated, result)
+              + (f"\n_{in_effect}_\n" if in_effect else ""))
     else:
         console = terminal.make_console()
         findings.print_headline(comparison, result, console)
         terminal.print_comparison(comparison, console)
         findings.print_findings(result.findings, console, result.not_evaluated, result)
+        if in_effect:
+            console.print(in_effect, style="dim", overflow="fold")
     if github:
         from kernelscope.reports.annotations import github_annotations
 
@@ -234,11 +261,28 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
             sys.stdout.write(line + "\n")
 
 
+# One convention for listings: a table for people, JSON for programs.
+LIST_FORMATS = ("table", "json")
+
+
+def list_format_option(f):
+    return click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="table", show_default=True)(f)
+
+
 @click.command()
 @_catalog_option
-def views(catalog_files):
+@list_format_option
+def views(catalog_files, fmt):
     """List the metric views and their entries (the catalog)."""
     catalog = load_catalog(catalog_files)
+    if fmt == "json":
+        doc = {"schema": "kernelscope.catalog", "schema_version": 1, "files": [str(f) for f in catalog_files],
+               "views": [{"name": v.name, "title": v.title, "metrics": [
+                   {"id": d.id, "label": d.label, "unit": d.unit, "better": d.better, "definition": d.definition,
+                    "description": d.description} for d in (catalog.metrics[m] for m in v.metrics)]}
+                   for v in catalog.views.values()]}
+        _emit(structured.dumps(doc))
+        return
     console = terminal.make_console()
     for view in catalog.views.values():
         console.print(f"[bold]{view.name}[/bold] — {view.title}")

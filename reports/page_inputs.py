@@ -136,6 +136,8 @@ def _is_profile_sidecar(doc: object) -> bool:
 
 def _sidecar_of(report: str) -> dict | None:
     path = Path(report + SIDECAR_SUFFIX)
+    if not path.exists() and report.endswith(".xz"):
+        path = Path(report[: -len(".xz")] + SIDECAR_SUFFIX)   # the report compressed after profiling
     if not path.exists():
         return None
     doc = read_json(str(path))
@@ -149,6 +151,7 @@ def _sidecar_report(sidecar_path: str, doc: dict) -> str:
         candidates.append(sidecar_path[: -len(SIDECAR_SUFFIX)])
     if doc["request"].get("report_path"):
         candidates.append(str(doc["request"]["report_path"]))
+    candidates += [c + ".xz" for c in candidates]     # reports are often kept xz-compressed
     for candidate in candidates:
         if Path(candidate).exists():
             return candidate

@@ -57,20 +57,22 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
         page.notes.append("No roofline: a diff JSON holds catalog values only. Give the two reports "
                           "(A.ncu-rep[:REGEX] B.ncu-rep[:REGEX]) or a `show --format json` file to place the kernels.")
 
-    mix = [plots.MixRow(r["opcode"], [r.get("share_a"), r.get("share_b")]) for r in doc.get("instruction_mix") or []
-           if r.get("share_a") is not None or r.get("share_b") is not None][:TOP_OPCODES]
+    mix = sorted((plots.MixRow(r["opcode"], [r.get("count_a"), r.get("count_b")]) for r in doc.get("instruction_mix") or []
+                  if r.get("count_a") is not None or r.get("count_b") is not None),
+                 key=lambda m: (-abs((m.counts[0] or 0) - (m.counts[1] or 0)), m.opcode))[:TOP_OPCODES]
     if mix:
         page.plots.append(Plot("instruction-mix", "Instruction mix",
                                plots.instruction_mix_figure(mix, [f"A: {name_a}", f"B: {name_b}"], executed=not static),
-                               _mix_caption(static) + " The opcodes whose share differs most between A and B."))
+                               _mix_caption(static) + " The opcodes whose counts differ most between A and B."))
     else:
         page.notes.append("No instruction-mix plot: the per-opcode mix (InstructionStats section, "
                           "sass__inst_executed_per_opcode) was not collected for both kernels.")
 
     changes, one_sided = _largest_changes(doc.get("views") or {})
     if changes:
-        caption = (f"The {len(changes)} catalog metrics whose ratio A/B is furthest from 1 "
-                   f"(changes under {SAME_WITHIN:.1%} left out).")
+        caption = (f"The {len(changes)} largest changes of A/B, ranked by how far the ratio is from 1 weighted by the "
+                   "metric's size in its view (a percentage as itself; counts, bytes and stalls against the largest of "
+                   f"their kind), so large changes of tiny counts rank low; changes under {SAME_WITHIN:.1%} left out.")
         if one_sided:
             caption += " Zero on one side (no ratio): " + ", ".join(one_sided[:10]) + ("…" if len(one_sided) > 10 else "") + "."
         page.plots.append(Plot("metric-changes", "Largest metric changes",
@@ -84,8 +86,8 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
 
 def _mix_caption(static: bool) -> str:
     if static:
-        return "Share of the SASS instructions in the binary per opcode (compile-only: not executed counts)."
-    return "Share of all executed warp instructions per opcode (sass__inst_executed_per_opcode)."
+        return "SASS instructions in the binary per opcode (compile-only: not executed counts)."
+    return "Executed warp instructions per opcode (sass__inst_executed_per_opcode)."
 
 
 def _largest_changes(views: dict[str, Any]) -> tuple[list[plots.ChangeRow], list[str]]:
@@ -93,6 +95,7 @@ def _largest_changes(views: dict[str, Any]) -> tuple[list[plots.ChangeRow], list
     rows: list[tuple[float, plots.ChangeRow]] = []
     one_sided: list[str] = []
     for view in views.values():
+        size = _sizes(view.get("metrics", []))
         for m in view.get("metrics", []):
             if m["id"] in seen:
                 continue
@@ -109,9 +112,29 @@ def _largest_changes(views: dict[str, Any]) -> tuple[list[plots.ChangeRow], list
             ratio = va / vb
             if abs(ratio - 1.0) < SAME_WITHIN:
                 continue
-            rows.append((abs(math.log(ratio)), plots.ChangeRow(m["label"], ratio, m.get("better_side"))))
+            # Ranked by what the change can matter for the time: a 10x change of an opcode that is
+            # 0.01% of the instructions weighs 1/10000 of the same change of the largest one.
+            rows.append((abs(math.log(ratio)) * size(m, max(va, vb)),
+                         plots.ChangeRow(m["label"], ratio, m.get("better_side"))))
     rows.sort(key=lambda t: (-t[0], t[1].label))
     return [r for _, r in rows[:TOP_CHANGES]], one_sided
+
+
+def _sizes(metrics: list[dict[str, Any]]):
+    """size(metric, value) in 0..1: a percentage as itself, anything else against the largest
+    value of its unit in the same view (instructions against instructions, stalls against stalls)."""
+    largest: dict[str, float] = {}
+    for m in metrics:
+        for v in (m.get("a"), m.get("b")):
+            if is_number(v):
+                largest[m.get("unit")] = max(largest.get(m.get("unit"), 0.0), abs(float(v)))
+
+    def size(m: dict[str, Any], value: float) -> float:
+        if m.get("unit") == "%":
+            return min(value / 100.0, 1.0)
+        top = largest.get(m.get("unit")) or 0.0
+        return value / top if top else 0.0
+    return size
 
 
 def _comparison_views(views: dict[str, Any]) -> str:
@@ -172,7 +195,7 @@ def profiles_page(profiles: Sequence[KernelProfile], source: str, *, catalog: Ca
         page.plots.append(Plot("instruction-mix", "Instruction mix",
                                plots.instruction_mix_figure(mix, [f"{r}: {n}" for r, n in zip(roles, names)],
                                                             executed=not static),
-                               _mix_caption(static) + " The largest shares."))
+                               _mix_caption(static) + " The largest counts."))
     else:
         page.notes.append("No instruction-mix plot: the per-opcode mix (sass__inst_executed_per_opcode) was not collected.")
     per_kernel = [readings(p, catalog) for p in profiles]
@@ -197,9 +220,9 @@ def _mix_rows(profiles: Sequence[KernelProfile]) -> list[plots.MixRow]:
     totals = [sum(p.instruction_mix.values()) for p in profiles]
     if not any(totals):
         return []
-    shares = [{op: n / t for op, n in p.instruction_mix.items()} if t else None for p, t in zip(profiles, totals)]
-    ops = sorted({op for s in shares if s for op in s}, key=lambda op: (-max((s or {}).get(op, 0.0) for s in shares), op))
-    return [plots.MixRow(op, [None if s is None else s.get(op, 0.0) for s in shares]) for op in ops[:TOP_OPCODES]]
+    mixes = [p.instruction_mix if t else None for p, t in zip(profiles, totals)]
+    ops = sorted({op for m in mixes if m for op in m}, key=lambda op: (-max((m or {}).get(op, 0.0) for m in mixes), op))
+    return [plots.MixRow(op, [None if m is None else m.get(op, 0.0) for m in mixes]) for op in ops[:TOP_OPCODES]]
 
 
 # ============================================================================ roofline

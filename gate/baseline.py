@@ -177,8 +177,8 @@ def load_baseline(path: str | os.PathLike) -> dict[str, Any]:
         raise UserError(f"{path}: not a kernelscope baseline (expected schema {SCHEMA!r}, "
                         "written by `kernelscope baseline save`)")
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise UserError(f"{path}: baseline schema version {data.get('schema_version')} is not supported "
-                        f"(this kernelscope reads {SCHEMA_VERSION})")
+        raise UserError(f"{path}: baseline schema_version {data.get('schema_version')!r} is not supported "
+                        f"(this kernelscope reads the number {SCHEMA_VERSION})")
     cases = data.get("cases")
     if not isinstance(cases, list) or any(not isinstance(c, dict) or "id" not in c for c in cases):
         raise UserError(f"{path}: malformed baseline (cases must be a list of objects with an id)")

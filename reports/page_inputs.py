@@ -15,6 +15,7 @@ from kernelscope.profiler.ncu import SIDECAR_SUFFIX
 from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import SHOW_SCHEMA, load_profile_run, load_profiles, read_json
 from kernelscope.reports import html_pages, structured
+from kernelscope.reports.document_checks import DIFF, GATE, SWEEP, check_document
 from kernelscope.reports.findings import diagnosis_json
 from kernelscope.reports.gate_output import GATE_SCHEMA
 from kernelscope.reports.html import Page
@@ -109,12 +110,15 @@ def build_page(inputs: tuple[str, ...], options: PageOptions | None = None) -> P
         doc = read_json(path)
         schema = doc.get("schema") if isinstance(doc, dict) else None
         if schema == DIFF_SCHEMA:
+            check_document(doc, DIFF, path, "diff")
             return html_pages.comparison_page(doc, None, title=title)
         if schema == GATE_SCHEMA:
+            check_document(doc, GATE, path, "gate")
             return html_pages.gate_page(doc, title=title)
         if schema != SHOW_SCHEMA and _is_profile_sidecar(doc):
             return _profile_run_page(_sidecar_report(path, doc), doc, options)
         if schema != SHOW_SCHEMA and _is_sweep(doc):
+            check_document(doc, SWEEP, path, "sweep")
             return html_pages.sweep_page(doc, title=title)
         if schema != SHOW_SCHEMA:
             raise UserError(f"{path}: not a kernelscope result kernelscope report can show (expected a diff, show or "

@@ -70,11 +70,11 @@ def test_inspect_rebuilds_a_truncated_cached_cubin(tmp_path):
     if pyroot.is_dir():
         env["PYTHONPATH"] = f"{pyroot}{os.pathsep}{env.get('PYTHONPATH', '')}"
 
-    def inspect():
-        p = subprocess.run([sys.executable, "-m", "kernelscope", "inspect", f"{example}:SPEC", "--format", "json"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-        assert p.returncode == 0, p.stderr
-        return json.loads(p.stdout), p.stderr
+    def inspect(*extra, rc=0):
+        p = subprocess.run([sys.executable, "-m", "kernelscope", "inspect", f"{example}:SPEC", "--format", "json",
+                            *extra], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        assert p.returncode == rc, p.stderr
+        return (json.loads(p.stdout) if rc == 0 else None), p.stderr
 
     first, stderr = inspect()
     # a cold compile says so on a non-terminal: one plain line
@@ -88,3 +88,10 @@ def test_inspect_rebuilds_a_truncated_cached_cubin(tmp_path):
     assert valid_cubin(cubin.read_bytes())
     third, stderr = inspect()
     assert third["inspect"]["from_cache"] is True and "compiling" not in stderr
+    # --save-sass never replaces the listings of an earlier run without -f
+    inspect("--save-sass", "sass")
+    listings = {p: p.read_bytes() for p in (tmp_path / "sass").iterdir()}
+    _, stderr = inspect("--save-sass", "sass", rc=2)
+    assert stderr.count("\n") == 1 and "exists: pass -f/--force" in stderr
+    assert {p: p.read_bytes() for p in (tmp_path / "sass").iterdir()} == listings
+    inspect("--save-sass", "sass", "-f")

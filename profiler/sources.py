@@ -71,12 +71,11 @@ def _load_json(path: Path) -> list[KernelProfile]:
         raise UserError(f"{path}: malformed kernelscope profile file ('kernels' must be a list)")
     if not kernels:
         raise UserError(f"{path}: the file holds no kernels")
-    numeric = _numeric_metrics()
     profiles = []
     for i, k in enumerate(kernels):
         if not isinstance(k, dict) or not isinstance(k.get("profile"), dict):
             raise UserError(f"{path}: kernel #{i}: malformed (each kernel needs a 'profile' object)")
-        problem = profile_problem(k["profile"], numeric)
+        problem = profile_problem(k["profile"])
         if problem:
             raise UserError(f"{path}: kernel #{i}: {problem}")
         profiles.append(KernelProfile.from_dict(k["profile"]))
@@ -102,14 +101,20 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _numeric_metrics() -> set[str]:
-    """Raw metrics the catalog computes with: a string there is garbage, not data."""
-    from kernelscope.profiler.catalog import load_catalog
+def _must_be_number(name: str, value: str) -> bool:
+    """ncu's numeric metrics carry a roll-up (`.sum`, `.avg.pct_of_peak_sustained_elapsed`);
+    its text metrics (names, cache configs, and `breakdown:<metric>` lists) do not. A number
+    written as a string is a number written wrongly."""
+    if "." in name and ":" not in name:
+        return True
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
-    return {raw for d in load_catalog().metrics.values() for raw in d.raw_metrics()}
 
-
-def profile_problem(d: dict, numeric: set[str]) -> str | None:
+def profile_problem(d: dict) -> str | None:
     """What is wrong with one profile object of a kernelscope JSON file (None: nothing).
 
     A file is data someone may have edited or generated: every field that is used is
@@ -147,7 +152,7 @@ def profile_problem(d: dict, numeric: set[str]) -> str | None:
         value = m["value"]
         if value is None:
             return f"metric {name}: the value is null (leave a metric that was not collected out)"
-        if isinstance(value, str) and name in numeric:
+        if isinstance(value, str) and _must_be_number(name, value):
             return f"metric {name}: the value {value!r} is not a number"
         if not isinstance(value, str) and not _is_number(value):
             return f"metric {name}: the value {value!r} is not a number"

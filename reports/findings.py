@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.text import Text
 
 from kernelscope.profiler.compare import Comparison, Verdict
-from kernelscope.profiler.units import format_value
+from kernelscope.profiler.units import format_value, kernel_label
 from kernelscope.rules.diagnosis import Diagnosis
 from kernelscope.rules.findings import Finding
 from kernelscope.rules.line_locations import location_text
@@ -55,7 +55,7 @@ def unexplained_text(result: Diagnosis | None) -> str | None:
 
 
 def print_headline(comparison: Comparison, result: Diagnosis | None, console: Console) -> None:
-    console.print(Text(headline(comparison.verdict, f"A ({comparison.a.name})", f"B ({comparison.b.name})"), style="bold"),
+    console.print(Text(headline(comparison.verdict, f"A ({kernel_label(comparison.a)})", f"B ({kernel_label(comparison.b)})"), style="bold"),
                   overflow="fold")
     reason, note = reason_text(result), unexplained_text(result)
     if reason:
@@ -65,7 +65,7 @@ def print_headline(comparison: Comparison, result: Diagnosis | None, console: Co
 
 
 def headline_markdown(comparison: Comparison, result: Diagnosis | None) -> str:
-    lines = [f"**{headline(comparison.verdict, f'A (`{comparison.a.name}`)', f'B (`{comparison.b.name}`)')}**  "]
+    lines = [f"**{headline(comparison.verdict, f'A (`{kernel_label(comparison.a)}`)', f'B (`{kernel_label(comparison.b)}`)')}**  "]
     reason, note = reason_text(result), unexplained_text(result)
     if reason:
         lines.append(f"**Main reason:** {reason}")

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kernelscope.cli.html_command import build_page
+from kernelscope.reports.page_inputs import build_page
 from kernelscope.reports import plots
 
 PAIRS = {
@@ -60,14 +60,14 @@ def test_tiny_ratios_are_written_as_fractions_not_zero():
 
 
 def test_largest_changes_rank_by_size_not_by_ratio_of_tiny_counts():
-    from kernelscope.reports.html import _largest_changes
+    from kernelscope.reports.change_ranking import largest_changes
 
     view = {"metrics": [
         {"id": "big", "label": "Big count", "unit": "inst", "a": 2.0e8, "b": 1.0e8, "better_side": "b"},
         {"id": "tiny", "label": "Tiny count", "unit": "inst", "a": 30.0, "b": 3.0, "better_side": "b"},
         {"id": "pct", "label": "Throughput", "unit": "%", "a": 40.0, "b": 80.0, "better_side": "b"},
     ]}
-    rows, _ = _largest_changes({"instructions": view})
+    rows, _ = largest_changes({"instructions": view})
     labels = [r.label for r in rows]
     # 2x of the largest count and 2x of a 40-80% throughput outrank 10x of 30 instructions
     assert labels.index("Big count") < labels.index("Tiny count")

@@ -131,7 +131,9 @@ def test_brief_keeps_to_its_budget_and_leads_with_the_verdict(pair):
         assert estimate_tokens(text) <= tokens
         assert text.startswith("A kernel_cutlass") and "A is 1.6% slower than B" in text
     assert "1. [warning]" in pair.brief(400) and "evidence:" in pair.brief(400)
-    assert "Main reason: " + pair.findings[0].title in pair.brief(400)
+    # A 1.6% gap between two kernels measured once names no main reason: the verdict says it is noise.
+    assert "Main reason" not in pair.brief(400)
+    assert "The 1.6% gap is within run-to-run noise" in pair.brief(400)
     assert "more; the JSON document holds everything" in pair.brief(150)
     assert all(f"({f.rule_id};" in pair.brief(4000) for f in pair.findings)
     assert _cli("diff", GEMM_PAIR, "--format", "brief", "--tokens", "150") == pair.brief(150)

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from kernelscope.cli.output_files import check_output_file, force_option
 from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import evaluate, load_catalog
 from kernelscope.profiler.compare import MetricReading, compare, readings
@@ -182,7 +183,9 @@ def rules_in_effect(rule_files, disabled, catalog) -> str | None:
               help="Write the findings located at lines as a SARIF 2.1.0 file.")
 @_tokens_option
 @full_names_option
-def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path, tokens):
+@force_option
+def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path, tokens,
+         force):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 
     A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
@@ -190,6 +193,7 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
     Stall and memory findings name the source lines where their samples sit when A was
     compiled with line information and profiled with SourceCounters.
     """
+    check_output_file(sarif_path, force, "SARIF file")
     from kernelscope.rules.line_locations import attach_locations
 
     if b is None:

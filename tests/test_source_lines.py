@@ -294,3 +294,14 @@ def test_memory_findings_are_located_by_instruction_kind_or_not_at_all(fixture_f
     finding = Finding(rule_id="tma-share-above-reference", title="t", severity="info", compares="reference",
                       message="m", hint="h", section="s", impact=None, rule_file="builtin")
     assert line_locations.attach_locations([finding], lp)[0].locations == []
+
+
+def test_sarif_file_that_exists_is_kept_without_force(fixture_file, tmp_path):
+    sarif = tmp_path / "f.sarif"
+    sarif.write_text("keep me")
+    refused = subprocess.run([sys.executable, "-m", "kernelscope", "diff", str(fixture_file(GEMM)), "--sarif", str(sarif)],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
+    assert "exists: pass -f/--force" in refused.stderr and sarif.read_text() == "keep me"
+    assert run("diff", fixture_file(GEMM), "--sarif", sarif, "-f").exit_code == 0
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"

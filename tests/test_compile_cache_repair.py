@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -35,17 +36,29 @@ def test_a_whole_elf_is_valid_and_any_cut_of_it_is_not():
     assert not valid_cubin(b"\x00" * len(elf))
 
 
+@pytest.fixture(scope="module")
+def sm90_cubin(tmp_path_factory) -> bytes:
+    """A real sm_90a cubin: the cache keeps only cubins whose ELF names the key's arch."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    folder = tmp_path_factory.mktemp("cubin")
+    (folder / "k.cu").write_text("extern \"C\" __global__ void k(float *x) { x[threadIdx.x] += 1.0f; }\n")
+    subprocess.run([nvcc, "-cubin", "-arch=sm_90a", "-o", str(folder / "k.cubin"), str(folder / "k.cu")], check=True)
+    return (folder / "k.cubin").read_bytes()
+
+
 @pytest.mark.parametrize("damage", ["empty-cubin", "truncated-cubin", "no-cubin", "bad-json", "json-list"])
-def test_damaged_entry_reads_as_missing_and_is_removed(tmp_path, damage):
+def test_damaged_entry_reads_as_missing_and_is_removed(tmp_path, damage, sm90_cubin):
     cache = CompileCache(tmp_path)
     key = CacheKey(target="t", source_hash="h", config={}, shape={}, dtype=None, arch="sm_90a")
-    cache.store(key, _tiny_elf(), {"kernel": "t"})
+    assert cache.store(key, sm90_cubin, {"kernel": "t"})
     assert cache.load(key) is not None and cache.load(key).meta["format"] == ENTRY_FORMAT
     entry = cache._dir(key)
     if damage == "empty-cubin":
         (entry / "kernel.cubin").write_bytes(b"")
     elif damage == "truncated-cubin":
-        (entry / "kernel.cubin").write_bytes(_tiny_elf()[:100])
+        (entry / "kernel.cubin").write_bytes(sm90_cubin[:100])
     elif damage == "no-cubin":
         (entry / "kernel.cubin").unlink()
     elif damage == "bad-json":
@@ -55,7 +68,7 @@ def test_damaged_entry_reads_as_missing_and_is_removed(tmp_path, damage):
     assert cache.load(key) is None
     assert not entry.exists()
     assert not list(entry.parent.glob(".bad-*"))
-    cache.store(key, _tiny_elf(), {"kernel": "t"})
+    assert cache.store(key, sm90_cubin, {"kernel": "t"})
     assert cache.load(key) is not None
 
 

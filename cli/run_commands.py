@@ -14,6 +14,7 @@ import re
 
 import click
 
+from kernelscope.api.measuring import reference_name, require_gpu
 from kernelscope.cli.output_files import atomic_path, check_output_file, check_output_folder, force_option
 from kernelscope.errors import UserError
 from kernelscope.reports.run_output import fmt as _fmt
@@ -62,32 +63,10 @@ def _write_json(path: str, data, force: bool) -> None:
             json.dump(data, f, indent=1, default=str)
 
 
-def _reference_name(spec, vs: str | None) -> str | None:
-    from kernelscope.kernels import references
-
-    if vs in ("none", ""):
-        return None
-    name = vs or references.default_for(spec)
-    if name not in references.REFERENCES:
-        raise UserError(f"unknown reference {name!r}: known are {', '.join(references.names())}")
-    if not references.installed(name):
-        raise UserError(f"reference {name!r} needs the Python package {references.REFERENCES[name].package}, "
-                        "which is not installed")
-    return name
-
-
 # One shape for profile and sweep (run takes several); the syntax is the one of every command.
 _one_shape_option = click.option(
     "--shape", default=None,
     help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
-
-
-def _require_gpu(what: str) -> None:
-    import torch
-
-    if not torch.cuda.is_available():
-        raise UserError(f"no CUDA GPU is available: `{what}` needs one "
-                        "(compile-only analysis works without: `kernelscope inspect`)", exit_code=3)
 
 
 def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
@@ -129,9 +108,9 @@ def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no
     from kernelscope.reports.terminal import make_console
 
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, shapes, dtype, configs, several=False)
-    ref = _reference_name(spec, vs)
+    ref = reference_name(spec, vs)
     check_output_file(json_path, force, "JSON results")
-    _require_gpu("run")
+    require_gpu("run")
     console = make_console()
     results = []
     failed = False
@@ -252,11 +231,11 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, sections, metrics, laun
     from kernelscope.reports.terminal import make_console
 
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, several=False)
-    ref = _reference_name(spec, vs)
+    ref = reference_name(spec, vs)
     section_set = _section_set(sets + sections)
     extra_metrics = _metric_names(metrics)
     report_path = _checked_report_path(output or _default_report_path(spec.name, ref), force)
-    _require_gpu("profile")
+    require_gpu("profile")
     config = spec.config_for(shape_list[0], dtype, overrides)
     console = make_console()
     run = profile_once(spec, target, ref, shape_list[0], dtype, config, report_path, section_set, clock, cache, seed,
@@ -307,11 +286,11 @@ def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed,
     space = space or dict(spec.config_space)
     if not space:
         raise UserError(f"{spec.name} declares no config space: pass --config KEY=V1,V2")
-    ref = _reference_name(spec, vs)
+    ref = reference_name(spec, vs)
     check_output_file(json_path, force, "JSON results")
     if with_profile:
         check_output_folder(report_dir, "sweep's reports")
-    _require_gpu("sweep")
+    require_gpu("sweep")
     combos = measure.combinations(space, spec.default_config)
     console = make_console()
     console.print(f"sweeping {len(combos)} config(s) of {spec.name} at {format_shape(shape_list[0])} {dtype}")

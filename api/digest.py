@@ -91,6 +91,10 @@ def diff_headline(doc: dict[str, Any]) -> str:
     if reason:
         share = f" (explains ~{reason['explains'] * 100:.0f}% of the gap)" if _number(reason.get("explains")) is not None else ""
         text += f" Main reason: {reason.get('title')}{share}."
+    elif isinstance(v.get("unexplained"), str):
+        # No cause is named: a gap within noise, or none that explains enough of it.
+        note = v["unexplained"]
+        text += f" {note[:1].upper()}{note[1:]}."
     return text
 
 

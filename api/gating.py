@@ -25,6 +25,24 @@ def find_suite(path: str) -> str:
     raise UserError(f"{path}: no such suite file")
 
 
+def load_checked_suite(path: str):
+    """The suite, with every case's target checked by name now: a misspelt target is an input
+    error before the first case is measured, not after the others."""
+    from kernelscope.gate.suite import load_suite
+    from kernelscope.kernels import registry
+
+    suite = load_suite(find_suite(path))
+    for case in suite.cases:
+        file, _, attr = case.target.rpartition(":")
+        if case.target in registry.REGISTERED or (file.endswith(".py") and attr and os.path.isfile(file)):
+            continue
+        if file.endswith(".py"):
+            raise UserError(f"{suite.path}: case {case.id}: no such file {file}")
+        raise UserError(f"{suite.path}: case {case.id}: unknown target {case.target!r}: known are "
+                        f"{', '.join(registry.names())}, or give path/to/file.py:NAME")
+    return suite
+
+
 def baseline(*, suite: str | None = None, report: str | None = None, static_only: bool = False,
              use_cache: bool = True, keep_reports: str | None = None, progress=None) -> Baseline:
     """Measure a suite (TOML, docs/ci.md) or take the counters of an ncu report, as
@@ -32,13 +50,12 @@ def baseline(*, suite: str | None = None, report: str | None = None, static_only
     `static_only` (or a static suite) compiles only."""
     from kernelscope.gate import baseline as bl
     from kernelscope.gate.runner import run_suite
-    from kernelscope.gate.suite import load_suite
 
     if report and suite:
         raise UserError("give suite or report, not both")
     if report:
         return Baseline(bl.document_from_report(report))
-    chosen = load_suite(find_suite(suite or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)))
+    chosen = load_checked_suite(suite or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE))
     return Baseline(run_suite(chosen, static_only=static_only, use_cache=use_cache, keep_reports=keep_reports,
                                  progress=progress))
 
@@ -64,7 +81,6 @@ def gate_against(baseline: str | os.PathLike | Baseline | Mapping[str, Any], *, 
     from kernelscope.gate import baseline as bl
     from kernelscope.gate import policy as gt
     from kernelscope.gate.runner import run_suite
-    from kernelscope.gate.suite import load_suite
     from kernelscope.gate.verdicts import gate as judge
 
     if sum(x is not None for x in (suite, report, current)) > 1:
@@ -91,8 +107,8 @@ def gate_against(baseline: str | os.PathLike | Baseline | Mapping[str, Any], *, 
             families = [gt.STATIC]
     else:
         recorded = (base.get("suite") or {}).get("path")
-        chosen = load_suite(find_suite(suite or recorded or (DEFAULT_STATIC_SUITE if static_only
-                                                                 else DEFAULT_GPU_SUITE)))
+        chosen = load_checked_suite(suite or recorded or (DEFAULT_STATIC_SUITE if static_only
+                                                          else DEFAULT_GPU_SUITE))
         static_only = static_only or base.get("kind") == "static" or chosen.static_only
         now = run_suite(chosen, static_only=static_only, use_cache=use_cache, progress=progress)
         mode, source = "suite", chosen.path

@@ -226,9 +226,13 @@ class Diff(Result):
     better_side). `comparison` and `findings` are the records behind them.
     """
 
-    def __init__(self, comparison: Comparison, findings: Findings):
+    def __init__(self, comparison: Comparison, findings: Findings, rule_files: Sequence[str] = (),
+                 rules_disabled: Sequence[str] = ()):
         self.comparison = comparison
         self.findings = findings
+        # Which rule files and disabled ids shaped the findings, as the diff document records them.
+        self.rule_files = [str(f) for f in rule_files]
+        self.rules_disabled = list(rules_disabled)
 
     @property
     def a(self) -> KernelProfile:
@@ -244,7 +248,8 @@ class Diff(Result):
     def to_dict(self) -> dict[str, Any]:
         from kernelscope.reports import structured
 
-        return structured.diff_document(self.comparison, self.findings.to_dict())
+        return structured.diff_document(self.comparison, {**self.findings.to_dict(), "rule_files": self.rule_files,
+                                                          "rules_disabled": self.rules_disabled})
 
     def _rows(self) -> list[dict[str, Any]]:
         return [{"view": view, "metric_id": d.definition.id, "label": d.definition.label, "unit": d.definition.unit,

@@ -13,6 +13,7 @@ import sys
 import click
 
 from kernelscope.api.gating import DEFAULT_GPU_SUITE, DEFAULT_STATIC_SUITE
+from kernelscope.cli.output_files import check_output_file, force_option, write_text
 from kernelscope.errors import UserError
 
 
@@ -54,11 +55,10 @@ def _parse_rule(pattern: str, spec: str):
     return MetricRule.from_dict(fields, f"--rule {pattern}")
 
 
-def _write(path: str, text: str, what: str, append: bool = False) -> None:
+def _append(path: str, text: str, what: str) -> None:
+    """GitHub's step summary is appended to, by design; everything else is written whole."""
     try:
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        with open(path, "a" if append else "w") as f:
+        with open(path, "a") as f:
             f.write(text)
     except OSError as e:
         raise UserError(f"cannot write the {what} to {path}: {e.strerror or e}") from None
@@ -77,7 +77,7 @@ def baseline():
 @click.option("--report", "report_path", default=None, metavar="FILE.ncu-rep",
               help="Take the counters of every kernel in this Nsight Compute report instead of running a suite.")
 @click.option("-o", "--output", required=True, metavar="FILE.json", help="Where to write the baseline.")
-@click.option("--force", is_flag=True, help="Replace an existing baseline file.")
+@force_option
 @click.option("--static-only", is_flag=True, help="Compile-only: no GPU, no timings (static facts per kernel).")
 @click.option("--keep-reports", default=None, metavar="DIR", help="Keep the ncu reports of cases that ask for a profile.")
 @click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds a case.")
@@ -94,8 +94,7 @@ def baseline_save(suite_path, report_path, output, force, static_only, keep_repo
     existing file is replaced only with --force."""
     from kernelscope.api.gating import baseline as measure_baseline
 
-    if os.path.exists(output) and not force:
-        raise UserError(f"{output} exists: pass --force to replace it")
+    check_output_file(output, force, "baseline")
     if report_path and suite_path:
         raise UserError("give --suite or --report, not both")
     if not report_path and (gpus or scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")):
@@ -160,8 +159,9 @@ def _save_distributed(suite, output, static_only, no_cache, keep_reports, quiet,
 @click.option("--verbose", is_flag=True, help="List every metric, not only timings and changes.")
 @click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds a case.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
+@force_option
 def gate(baseline_path, suite_path, report_path, static_only, accept_inconclusive, min_effect, alpha, rules,
-         markdown_path, junit_path, json_path, save_run, verbose, no_cache, quiet):
+         markdown_path, junit_path, json_path, save_run, verbose, no_cache, quiet, force):
     """Compare a fresh run of the suite (or an ncu report) with a baseline and give each case and
     metric PASS, REGRESSION, IMPROVEMENT or INCONCLUSIVE.
 
@@ -176,28 +176,41 @@ def gate(baseline_path, suite_path, report_path, static_only, accept_inconclusiv
 
     if suite_path and report_path:
         raise UserError("give --suite or --report, not both")
+    # Everything that can be refused is refused before the suite runs (it may take minutes).
+    outputs = [(markdown_path, "markdown summary"), (junit_path, "JUnit XML"), (json_path, "JSON verdicts"),
+               (save_run, "run baseline")]
+    for path, what in outputs:
+        check_output_file(path, force, what)
+    named = [os.path.abspath(p) for p, _ in outputs if p]
+    if len(named) != len(set(named)):
+        raise UserError("--markdown, --junit, --json and --save-run must name different files")
+    if min_effect is not None and not 0 <= min_effect < 1:
+        raise UserError(f"--min-effect {min_effect:g}: a relative change lies in [0, 1) (0.03 is 3%)")
+    if alpha is not None and not 0 < alpha < 1:
+        raise UserError("--alpha must lie between 0 and 1")
+    parsed_rules = [_parse_rule(p, s) for p, s in rules]
     gated = gate_against(baseline_path, suite=suite_path, report=report_path, static_only=static_only,
                          accept_inconclusive=accept_inconclusive, min_effect=min_effect, alpha=alpha,
-                         rules=[_parse_rule(p, s) for p, s in rules], use_cache=not no_cache,
+                         rules=parsed_rules, use_cache=not no_cache,
                          progress=_progress(quiet))
     if save_run:
-        save_baseline(gated.current.to_dict(), save_run, force=True)
+        save_baseline(gated.current.to_dict(), save_run, force=force)
     result = gated.result
     suite_file = gated.source if gated.mode == "suite" else None
 
     out.print_gate(result, verbose=verbose)
     if markdown_path:
-        _write(markdown_path, out.gate_markdown(result, verbose=verbose), "markdown summary")
+        write_text(markdown_path, out.gate_markdown(result, verbose=verbose), force=force, what="markdown summary")
     if out.under_github_actions():
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary and summary != markdown_path:
-            _write(summary, out.gate_markdown(result, verbose=verbose) + "\n", "step summary", append=True)
+            _append(summary, out.gate_markdown(result, verbose=verbose) + "\n", "step summary")
         for line in out.github_annotations(result, file=suite_file):
             click.echo(line)
     if junit_path:
-        _write(junit_path, out.gate_junit(result), "JUnit XML")
+        write_text(junit_path, out.gate_junit(result), force=force, what="JUnit XML")
     if json_path:
-        _write(json_path, gated.to_json(), "JSON verdicts")
+        write_text(json_path, gated.to_json(), force=force, what="JSON verdicts")
     sys.exit(result.exit_code)
 
 

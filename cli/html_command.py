@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from kernelscope.cli.output_files import check_output_file, check_output_folder, force_option, write_text
 from kernelscope.errors import UserError
 
 @click.command("report")
@@ -20,7 +21,8 @@ from kernelscope.errors import UserError
 @click.option("--rules", "rule_files", multiple=True, type=click.Path(dir_okay=False),
               help="Extra rule file(s) for the findings of a kernel pair.")
 @click.option("--disable", "disabled", multiple=True, metavar="ID", help="Rule id(s) to leave out.")
-def report_cmd(inputs, output, png_dir, title, catalog_files, rule_files, disabled):
+@force_option
+def report_cmd(inputs, output, png_dir, title, catalog_files, rule_files, disabled, force):
     """Write one self-contained HTML page with findings, metric views and plots.
 
     INPUT is a `diff`, `show` or `gate` JSON, a `sweep --json` result, or a report
@@ -38,13 +40,15 @@ def report_cmd(inputs, output, png_dir, title, catalog_files, rule_files, disabl
     from kernelscope.reports import html
     from kernelscope.reports.page_inputs import PageOptions, build_page
 
+    check_output_file(output, force, "page")
+    check_output_folder(png_dir, "PNG plots")
     options = PageOptions(title, tuple(catalog_files), tuple(rule_files), tuple(disabled))
     page = build_page(tuple(inputs), options)
     text = html.render(page)
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"cannot write {output}: {e.strerror or e}") from None
+    if png_dir and Path(png_dir).is_dir():
+        for plot in page.plots:
+            check_output_file(str(Path(png_dir) / f"{plot.name}.png"), force, "PNG plot")
+    write_text(output, text, force=force, what="page")
     click.echo(f"wrote {output} ({len(page.plots)} plot{'s' if len(page.plots) != 1 else ''}, {len(text) // 1024} KiB)")
     if png_dir:
         try:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
 import click
 
+from kernelscope.cli.output_files import check_output_file, check_output_folder, force_option
+from kernelscope.cli.report_commands import full_names_option
 from kernelscope.errors import UserError
 
 
@@ -25,7 +28,7 @@ def _print_inspection(console, inspection, catalog) -> None:
     from rich.text import Text
 
     from kernelscope.profiler.compare import readings
-    from kernelscope.profiler.units import format_value
+    from kernelscope.profiler.units import format_value, kernel_label
     from kernelscope.reports.terminal import describe
 
     settings = ", ".join(f"{k}={v}" for k, v in inspection.config.items())
@@ -37,7 +40,7 @@ def _print_inspection(console, inspection, catalog) -> None:
                        style="dim"))
     for k in inspection.kernels:
         p = k.profile
-        console.print(Text(f"[{p.index}] {p.name}", style="bold cyan"), overflow="fold")
+        console.print(Text(f"[{p.index}] {kernel_label(p)}", style="bold cyan"), overflow="fold")
         console.print(f"    {describe(p)}")
         for view, rs in readings(p, catalog, STATIC_VIEWS).items():
             table = Table(title=catalog.views[view].title, title_justify="left", show_edge=False, pad_edge=False)
@@ -149,13 +152,15 @@ def _inspect_lines(first, second, fmt, top, no_cache):
               help="Write the cubin and each kernel's SASS listing into this folder.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds this request.")
+@full_names_option
 @click.option("--lines", "lines", is_flag=True,
               help="Compile with line information and group each kernel's SASS by Python file:line, heaviest first "
                    "(with --vs-config: the two configs line by line).")
 @click.option("--top", "top", default=20, show_default=True, help="Lines to list with --lines.")
 @click.option("--executed", "executed", default=None, metavar="REPORT[:REGEX|:@INDEX]",
               help="A profile of this kernel: its executed-instruction counts laid over the SASS histogram.")
-def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache, lines, top, executed):
+@force_option
+def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache, lines, top, executed, force):
     """Compile TARGET for ARCH without a GPU and report its registers, spills, shared memory,
     barriers, SASS instruction histogram and whether the opcodes it declares are present.
 
@@ -173,12 +178,19 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
 
     config = parse_config(configs)
     shape = parse_shape(shape) if shape else {}
+    check_output_folder(sass_dir, "SASS listings")
     first = _inspect(target, config, shape, dtype, arch, no_cache, lines)
     second = None
     if vs_configs:
         second = _inspect(target, parse_config(vs_configs, "--vs-config"), shape, dtype, arch, no_cache, lines)
 
     if sass_dir:
+        # The names depend on the compile; nothing is written until every one is known free.
+        for inspection, label in ((first, "_A" if second else ""), (second, "_B")):
+            if inspection is not None and os.path.isdir(sass_dir):
+                stem = os.path.join(sass_dir, f"{inspection.kernel}_{inspection.arch}{label}")
+                for path in [f"{stem}.cubin"] + [f"{stem}_{k.profile.index}.sass" for k in inspection.kernels]:
+                    check_output_file(path, force, "SASS listing")
         written = _save(first, sass_dir, "_A" if second else "")
         if second:
             written += _save(second, sass_dir, "_B")

@@ -7,27 +7,53 @@ import sys
 import click
 
 from kernelscope import __version__
-from kernelscope.errors import UserError
+from kernelscope.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, UserError, one_line
+
+
+def fail(message: str, exit_code: int) -> None:
+    """The one line every user error ends with, then the exit."""
+    click.echo(f"kernelscope: error: {one_line(message)}", err=True)
+    sys.exit(exit_code)
 
 
 class _Group(click.Group):
-    """Turns UserError into one line on stderr and its exit code, never a traceback."""
+    """Every way a command can end on a user's mistake becomes one line on stderr and a
+    documented exit code, never a traceback: UserError, click's usage errors, Ctrl-C."""
 
-    def invoke(self, ctx):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
-            return super().invoke(ctx)
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:
+            # `kernelscope` or `kernelscope rules` alone: the user asked what there is.
+            click.echo(e.ctx.get_help())
+            sys.exit(0)
+        except click.UsageError as e:
+            where = f"kernelscope {e.ctx.command_path.split(' ', 1)[1]}" if e.ctx and " " in e.ctx.command_path \
+                else "kernelscope"
+            hint = f" (see `{where} --help`)" if e.ctx else ""
+            fail(f"{e.format_message().rstrip('.')}{hint}", EXIT_USAGE)
+        except click.ClickException as e:
+            fail(e.format_message(), e.exit_code)
+        except (click.Abort, KeyboardInterrupt):
+            # Abort is click's form of KeyboardInterrupt/EOF at a prompt; either way the user stopped it.
+            click.echo("kernelscope: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except UserError as e:
-            click.echo(f"kernelscope: error: {e}", err=True)
-            sys.exit(e.exit_code)
+            fail(str(e), e.exit_code)
         except BrokenPipeError:
             sys.exit(0)
-        except KeyboardInterrupt:
-            # Commands that write as they go (sweep's journal) say what they kept themselves.
-            click.echo("kernelscope: interrupted", err=True)
-            sys.exit(130)
+        except OSError as e:
+            # A file the command could not read or write that no check above it named: still one
+            # line. Missing or forbidden files are the user's input; anything else (a full disk,
+            # an I/O error) is the machine's.
+            input_errors = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+            where = f"{e.filename}: " if e.filename else ""
+            fail(f"{where}{e.strerror or e}", EXIT_USAGE if isinstance(e, input_errors) else EXIT_ENVIRONMENT)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kernelscope")
 def cli():
     """Profile and diagnose CuTe DSL kernels on Hopper against their references."""
@@ -49,6 +75,8 @@ _COMMAND_MODULES = (
 def _register():
     import importlib
 
+    if cli.commands:
+        return
     for name in _COMMAND_MODULES:
         importlib.import_module(f"kernelscope.cli.{name}").register(cli)
 

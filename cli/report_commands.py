@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import click
 
+from kernelscope.cli.output_files import check_output_file, force_option
 from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import evaluate, load_catalog
 from kernelscope.profiler.compare import MetricReading, compare, readings
@@ -13,10 +15,24 @@ from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.selection import lines_for, resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
+from kernelscope.profiler.units import FULL_NAMES
 from kernelscope.rules.diagnosis import diagnose
 
 FORMATS = ("table", "json", "csv", "markdown", "brief")
 DETAIL_LIMIT = 8  # beyond this many kernels, the table format summarises
+
+
+def full_names_option(f):
+    """--full-names: the kernels' full (mangled) names in headers and tables instead of short ones."""
+    @functools.wraps(f)
+    def run(*args, full_names: bool, **kwargs):
+        token = FULL_NAMES.set(full_names)
+        try:
+            return f(*args, **kwargs)
+        finally:
+            FULL_NAMES.reset(token)
+    return click.option("--full-names", is_flag=True,
+                        help="Full kernel names in headers and tables (JSON always has them).")(run)
 
 
 def _catalog_option(f):
@@ -47,6 +63,7 @@ def _emit(text: str) -> None:
 @click.option("--top", "top", default=15, show_default=True, help="Lines to list with --lines.")
 @_catalog_option
 @_tokens_option
+@full_names_option
 def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files, tokens):
     """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
 
@@ -60,6 +77,8 @@ def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files,
     catalog = load_catalog(catalog_files)
     view_names = list(views) or catalog.view_names()
     catalog.metrics_of(view_names)
+    if regex and selector:
+        raise UserError(f"{report}: give the kernel either after the file name (FILE:{selector}) or with -k, not both")
     profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
     if fmt == "table" and len(profiles) > DETAIL_LIMIT and not full and not views:
         summary = [catalog.metrics[m] for m in terminal.SUMMARY_METRICS]
@@ -121,12 +140,35 @@ def require_lines(profiles: list[KernelProfile], path: str) -> None:
         raise UserError(f"{path}: {NO_SOURCE_COUNTERS}")
 
 
+def rules_in_effect(rule_files, disabled, catalog) -> str | None:
+    """What --rules and --disable changed, said once so the user sees they took effect."""
+    from kernelscope.rules.engine import load_rules
+
+    if not rule_files and not disabled:
+        return None
+    builtin = load_rules((), catalog).rules
+    loaded = load_rules(rule_files, catalog).rules
+    parts = []
+    for path in rule_files:
+        mine = [r for r in loaded.values() if r.file == str(path)]
+        new = sum(1 for r in mine if r.id not in builtin)
+        replaced = len(mine) - new
+        tuned = sum(1 for i, r in loaded.items() if i in builtin and r.file != str(path)
+                    and r.thresholds != builtin[i].thresholds and r.file == builtin[i].file)
+        parts.append(f"{path}: {new} rule(s) added, {replaced} replaced"
+                     + (f", thresholds of {tuned} changed" if tuned else ""))
+    if disabled:
+        parts.append(f"disabled: {', '.join(disabled)}")
+    return f"rules: {len(loaded) - len(set(disabled))} in effect; " + "; ".join(parts)
+
+
 @click.command()
 @click.argument("a")
 @click.argument("b", required=False)
 @click.option("--view", "views", multiple=True, help="View(s) to compare (default: all).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--top-opcodes", default=15, show_default=True, help="Opcodes to list in the instruction-mix table.")
+@click.option("--top-opcodes", default=15, show_default=True, type=click.IntRange(min=0),
+              help="Opcodes to list in the instruction-mix table.")
 @_catalog_option
 @click.option("--rules", "rule_files", multiple=True, type=click.Path(dir_okay=False),
               help="Extra rule file(s) adding or overriding rules (docs/rules.md). Repeatable.")
@@ -140,7 +182,10 @@ def require_lines(profiles: list[KernelProfile], path: str) -> None:
 @click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None,
               help="Write the findings located at lines as a SARIF 2.1.0 file.")
 @_tokens_option
-def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path, tokens):
+@full_names_option
+@force_option
+def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path, tokens,
+         force):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 
     A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
@@ -148,6 +193,7 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
     Stall and memory findings name the source lines where their samples sit when A was
     compiled with line information and profiled with SourceCounters.
     """
+    check_output_file(sarif_path, force, "SARIF file")
     from kernelscope.rules.line_locations import attach_locations
 
     if b is None:
@@ -165,7 +211,8 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
     comparison = compare(first, second, catalog, list(views) or None, top_opcodes)
     # B is A's reference: the rules compare A alone and A against B.
     result = diagnose(first, second, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
-    attach_locations(result.findings, first.source_lines)
+    in_effect = rules_in_effect(rule_files, disabled, catalog)
+    attach_locations(result.findings + result.shared, first.source_lines)
     if sarif_path:
         from kernelscope.reports.annotations import write_sarif
 
@@ -179,7 +226,8 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
 
         line_comparison = compare_lines(first.source_lines, second.source_lines)
     if fmt == "json":
-        extra = findings.diagnosis_json(result)
+        extra = {**findings.diagnosis_json(result),
+                 "rule_files": [str(f) for f in rule_files], "rules_disabled": list(disabled)}
         if line_comparison is not None:
             extra["lines"] = {"comparison": line_comparison.to_dict(top),
                               "a": first.source_lines.to_dict(), "b": second.source_lines.to_dict()}
@@ -201,12 +249,15 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
         _emit(structured.diff_csv(comparison))
     elif fmt == "markdown":
         _emit(findings.headline_markdown(comparison, result) + "\n" + markdown.diff_markdown(comparison) + "\n"
-              + findings.findings_markdown(result.findings, result.not_evaluated, result))
+              + findings.findings_markdown(result.findings, result.not_evaluated, result)
+              + (f"\n_{in_effect}_\n" if in_effect else ""))
     else:
         console = terminal.make_console()
         findings.print_headline(comparison, result, console)
         terminal.print_comparison(comparison, console)
         findings.print_findings(result.findings, console, result.not_evaluated, result)
+        if in_effect:
+            console.print(in_effect, style="dim", overflow="fold")
     if github:
         from kernelscope.reports.annotations import github_annotations
 
@@ -214,11 +265,28 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
             sys.stdout.write(line + "\n")
 
 
+# One convention for listings: a table for people, JSON for programs.
+LIST_FORMATS = ("table", "json")
+
+
+def list_format_option(f):
+    return click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="table", show_default=True)(f)
+
+
 @click.command()
 @_catalog_option
-def views(catalog_files):
+@list_format_option
+def views(catalog_files, fmt):
     """List the metric views and their entries (the catalog)."""
     catalog = load_catalog(catalog_files)
+    if fmt == "json":
+        doc = {"schema": "kernelscope.catalog", "schema_version": 1, "files": [str(f) for f in catalog_files],
+               "views": [{"name": v.name, "title": v.title, "metrics": [
+                   {"id": d.id, "label": d.label, "unit": d.unit, "better": d.better, "definition": d.definition,
+                    "description": d.description} for d in (catalog.metrics[m] for m in v.metrics)]}
+                   for v in catalog.views.values()]}
+        _emit(structured.dumps(doc))
+        return
     console = terminal.make_console()
     for view in catalog.views.values():
         console.print(f"[bold]{view.name}[/bold] — {view.title}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from kernelscope.cli.report_commands import list_format_option
 from kernelscope.errors import UserError
 
 _RULES_OPTION_HELP = "Extra rule file(s) (TOML, docs/rules.md) adding rules, replacing rules by id, or overriding thresholds."
@@ -16,14 +17,22 @@ def rules_group():
 
 @rules_group.command("list")
 @click.option("--rules", "rule_files", multiple=True, type=click.Path(dir_okay=False), help=_RULES_OPTION_HELP)
-def list_rules(rule_files):
+@list_format_option
+def list_rules(rule_files, fmt):
     """One line per rule: id, severity, what it compares, title."""
+    from kernelscope.reports.structured import dumps
     from kernelscope.reports.terminal import make_console
     from kernelscope.rules.engine import load_rules
 
     ruleset = load_rules(rule_files)
+    ordered = sorted(ruleset.rules.values(), key=lambda r: (r.compares, r.id))
+    if fmt == "json":
+        click.echo(dumps({"schema": "kernelscope.rules", "schema_version": 1, "files": list(ruleset.files),
+                          "rules": [{"id": r.id, "severity": r.severity, "compares": r.compares, "title": r.title,
+                                     "section": r.section, "file": r.file} for r in ordered]}), nl=False)
+        return
     console = make_console()
-    for rule in sorted(ruleset.rules.values(), key=lambda r: (r.compares, r.id)):
+    for rule in ordered:
         console.print(f"{rule.id:<36} {rule.severity:<8} {rule.compares:<10} {rule.title}")
     console.print(f"[dim]{len(ruleset.rules)} rules from {len(ruleset.files)} file(s); "
                   "`kernelscope rules explain ID` for one rule[/dim]")

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import click
 
+from kernelscope.api.measuring import reference_name, require_gpu
+from kernelscope.cli.output_files import atomic_path, check_output_file, check_output_folder, force_option
 from kernelscope.errors import UserError
+from kernelscope.reports.run_output import print_run as _print_run
 
 
 def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, configs: tuple[str, ...], *, several: bool):
@@ -33,99 +37,35 @@ def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, co
     measure.validate_dtype(spec, dtype)
     config = parse_config(configs, several=several)
     measure.check_config_keys(spec, config)
+    _check_config_types(spec, config, several)
     return spec, parsed_shapes, dtype, config
 
 
-def _reference_name(spec, vs: str | None) -> str | None:
-    from kernelscope.kernels import references
+def _check_config_types(spec, config: dict, several: bool) -> None:
+    """A value whose type cannot be the default's (threads=abc where threads is 256) is a usage
+    error now, not a failed compile per config later."""
+    for key, given in config.items():
+        default = spec.default_config.get(key)
+        if not isinstance(default, (int, float)) or isinstance(default, bool):
+            continue
+        for value in (given if several else [given]):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    (isinstance(default, int) and not isinstance(value, int)):
+                kind = "an integer" if isinstance(default, int) else "a number"
+                raise UserError(f"--config {key}={value}: {key} takes {kind} (default {default})")
 
-    if vs in ("none", ""):
-        return None
-    name = vs or references.default_for(spec)
-    if name not in references.REFERENCES:
-        raise UserError(f"unknown reference {name!r}: known are {', '.join(references.names())}")
-    if not references.installed(name):
-        raise UserError(f"reference {name!r} needs the Python package {references.REFERENCES[name].package}, "
-                        "which is not installed")
-    return name
+
+def _write_json(path: str, data, force: bool) -> None:
+    check_output_file(path, force, "JSON results")
+    with atomic_path(path, "JSON results", force=force) as tmp:
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, default=str)
 
 
 # One shape for profile and sweep (run takes several); the syntax is the one of every command.
 _one_shape_option = click.option(
     "--shape", default=None,
     help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
-
-
-def _require_gpu(what: str) -> None:
-    import torch
-
-    if not torch.cuda.is_available():
-        raise UserError(f"no CUDA GPU is available: `{what}` needs one "
-                        "(compile-only analysis works without: `kernelscope inspect`)", exit_code=3)
-
-
-def _fmt(v, spec: str = ".3f", unit: str = "") -> str:
-    if v is None:
-        return "n/a"
-    return f"{v:{spec}}{unit}"
-
-
-# --- run --------------------------------------------------------------------------------------
-
-def _print_run(console, result, do_bench_ms: float | None) -> None:
-    from rich.table import Table
-
-    from kernelscope.profiler.assignments import format_config, format_shape
-    from kernelscope.reports.terminal import print_timing_checks
-
-    console.print(f"[bold]{result.target}[/bold] vs [bold]{result.reference or '(no reference)'}[/bold]  "
-                  f"shape {format_shape(result.shape)}  {result.dtype}  config {format_config(result.config)}  "
-                  f"on {result.device}")
-    corr = Table(title="Correctness against the fp32 reference", title_justify="left", show_edge=False)
-    for col in ("", "max abs", "max rel", "||err||/||ref||", "over tol", "NaN", "where"):
-        corr.add_column(col, justify="right" if col not in ("", "where") else "left")
-    for side in (result.target_side, result.reference_side):
-        if side is None or side.correctness is None:
-            continue
-        c = side.correctness
-        corr.add_row(side.name, f"{c.max_abs_error:.3g}", f"{c.max_rel_error:.3g}", f"{c.norm_rel_error:.3g}",
-                     f"{c.bad_count}/{c.numel}", str(c.nan_count), c.where())
-    console.print(corr)
-    c = result.target_side.correctness
-    if c is not None:
-        verdict = "[green]PASS[/green]" if c.ok else "[red]FAIL[/red]"
-        console.print(f"  target {verdict} (atol {c.atol:g}, rtol {c.rtol:g}; worst at {c.worst_index})")
-        for d in c.diagnoses:
-            console.print(f"  [yellow]diagnosis:[/yellow] {d}")
-
-    t = Table(title="Timing (CUDA events per launch, L2 flushed before each)", title_justify="left", show_edge=False)
-    for col in ("", "median ms", "IQR ms", "n", "TFLOP/s", "GB/s", "% of peak"):
-        t.add_column(col, justify="right" if col else "left")
-    for side in (result.target_side, result.reference_side):
-        if side is None or side.timing is None:
-            continue
-        tm = side.timing
-        pct = f"{side.pct_of_peak:.1f}% {side.peak_kind}" if side.pct_of_peak is not None else "n/a"
-        t.add_row(side.name, f"{tm.median_ms:.4f}", f"{tm.iqr_ms:.4f}", str(tm.n), _fmt(side.tflops, ".2f"),
-                  _fmt(side.gbps, ".0f"), pct)
-    console.print(t)
-    sp = result.speedup_vs_reference
-    if sp is not None:
-        word = "faster" if sp >= 1 else "slower"
-        console.print(f"  target is {sp:.3f}x the reference's speed ({word}; reference time / target time)")
-    for side in (result.target_side, result.reference_side):
-        if side is not None and side.timing is not None:
-            print_timing_checks(console, side.name, side.timing.checks)
-    if result.peaks is not None:
-        p = result.peaks
-        console.print(f"  peaks ({'cached' if p.cached else 'measured now'} {p.measured_at}): copy "
-                      f"{_fmt(p.copy_gbps, '.0f')} GB/s, bf16 matmul {_fmt(p.bf16_matmul_tflops, '.0f')} TFLOP/s",
-                      style="dim")
-    if do_bench_ms is not None:
-        ours = result.target_side.timing.median_ms
-        diff = 100.0 * (ours - do_bench_ms) / do_bench_ms
-        console.print(f"  triton.testing.do_bench median {do_bench_ms:.4f} ms vs kernelscope {ours:.4f} ms "
-                      f"({diff:+.2f}%)")
 
 
 def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
@@ -159,15 +99,17 @@ def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
 @click.option("--fresh-inputs", is_flag=True, help="New input values before every launch (outside the timed events).")
 @click.option("--ncu-check", is_flag=True, help="Also profile the target once under ncu: its clock must agree with the events.")
 @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False), help="Write the results as JSON.")
+@force_option
 def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no_peaks, do_bench, fresh_inputs,
-            ncu_check, json_path):
+            ncu_check, json_path, force):
     """Check TARGET against an fp32 reference, then time it and its reference."""
     from kernelscope.profiler import measure
     from kernelscope.reports.terminal import make_console
 
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, shapes, dtype, configs, several=False)
-    ref = _reference_name(spec, vs)
-    _require_gpu("run")
+    ref = reference_name(spec, vs)
+    check_output_file(json_path, force, "JSON results")
+    require_gpu("run")
     console = make_console()
     results = []
     failed = False
@@ -189,8 +131,7 @@ def run_cmd(target, vs, shapes, dtype, configs, seed, arch, rep_ms, no_flush, no
         suspect = result.target_side.timing is not None and result.target_side.timing.checks.suspect
         failed = failed or (c is not None and not c.ok) or suspect
     if json_path:
-        with open(json_path, "w") as f:
-            json.dump(results, f, indent=1, default=str)
+        _write_json(json_path, results, force)
     if failed:
         raise SystemExit(1)
 
@@ -207,7 +148,31 @@ def _section_set(sets: tuple[str, ...]):
         return sets[0]
     if any(s in NAMED_SETS for s in sets):
         raise UserError(f"--set {'/'.join(NAMED_SETS)} cannot be combined with other sections")
+    # ncu's section identifiers are CamelCase (SpeedOfLight, MemoryWorkloadAnalysis_Tables):
+    # a lower-case word is a mistyped set name, refused here rather than by ncu on the GPU.
+    bad = [s for s in sets if not re.fullmatch(r"[A-Z][A-Za-z0-9_]*", s)]
+    if bad:
+        raise UserError(f"--set {bad[0]}: not a set ({', '.join(NAMED_SETS)}) nor an ncu section identifier "
+                        "(such as SpeedOfLight; `ncu --list-sections` lists them)")
     return list(sets)
+
+
+def _metric_names(text: str | None) -> list[str]:
+    names = [m.strip() for m in (text or "").split(",") if m.strip()]
+    bad = [m for m in names if not re.fullmatch(r"[a-z][\w.:]*", m)]
+    if bad:
+        raise UserError(f"--metrics {bad[0]!r}: not an ncu metric name (such as dram__bytes_read.sum)")
+    return names
+
+
+def _checked_report_path(path: str, force: bool) -> str:
+    """The report and the sidecar beside it are refused now if they exist (ncu would replace them)."""
+    from kernelscope.profiler.ncu import SIDECAR_SUFFIX, normalise_report_path
+
+    path = normalise_report_path(path)
+    check_output_file(path, force, "report")
+    check_output_file(path + SIDECAR_SUFFIX, force, "report's sidecar")
+    return path
 
 
 def _default_report_path(spec_name: str, ref: str | None) -> str:
@@ -216,15 +181,16 @@ def _default_report_path(spec_name: str, ref: str | None) -> str:
 
 
 def profile_once(spec, target, ref, shape, dtype, config, report_path, section_set, clock, cache, seed, arch,
-                 line_info=True, source_counters=True):
+                 line_info=True, source_counters=True, extra_metrics=(), launch_count=None):
     from kernelscope.profiler.ncu import ProfileRequest, find_ncu, run_profile
     from kernelscope.rules.collection import metrics_for_set
 
     ncu = find_ncu()
     req = ProfileRequest(target=target, reference=ref or "", shape=shape, dtype=dtype, config=config,
                          report_path=report_path, section_set=section_set, clock_control=clock,
-                         cache_control=cache, seed=seed, arch=arch, metrics=metrics_for_set(section_set),
-                         line_info=line_info, source_counters=source_counters)
+                         cache_control=cache, seed=seed, arch=arch,
+                         metrics=list(dict.fromkeys([*metrics_for_set(section_set), *extra_metrics])),
+                         line_info=line_info, source_counters=source_counters, launch_count=launch_count)
     return run_profile(req, ncu=ncu)
 
 
@@ -237,6 +203,12 @@ def profile_once(spec, target, ref, shape, dtype, config, report_path, section_s
               help="KEY=VALUE,... over the default config, e.g. stages=4,cluster=2x1 (repeatable).")
 @click.option("--set", "sets", multiple=True, help="quick (default: the catalog's metrics by name, fewest passes), sections (curated ncu sections), full, "
                    "or ncu section names (repeatable).")
+@click.option("--section", "sections", multiple=True, metavar="NAME",
+              help="An ncu section to collect (repeatable; as ncu's --section): the same as --set NAME.")
+@click.option("--metrics", "metrics", default=None, metavar="A,B,...",
+              help="Extra ncu metrics to collect by name (as ncu's --metrics), added to the set.")
+@click.option("-c", "--launch-count", "launch_count", type=click.IntRange(min=1), default=None,
+              help="Profile at most this many kernel launches (as ncu's -c).")
 @click.option("-o", "--output", "output", default=None, help="Report path (.ncu-rep); default in the current folder.")
 @click.option("--clock-control", "clock", type=click.Choice(["none", "base"]), default="none", show_default=True,
               help="ncu clock control: none leaves the GPU's clocks as they are; base locks them to base.")
@@ -249,21 +221,24 @@ def profile_once(spec, target, ref, shape, dtype, config, report_path, section_s
                    "(`show --lines`); the SASS is the same either way.")
 @click.option("--source-counters/--no-source-counters", default=True, show_default=True,
               help="Collect ncu's SourceCounters section: stall samples and executed instructions per instruction.")
-def profile_cmd(target, vs, shape, dtype, configs, sets, output, clock, cache, seed, arch, line_info, source_counters):
+@force_option
+def profile_cmd(target, vs, shape, dtype, configs, sets, sections, metrics, launch_count, output, clock, cache,
+                seed, arch, line_info, source_counters, force):
     """Profile one launch of TARGET and one of its reference under ncu and show the diff."""
     from kernelscope.profiler.assignments import format_config, format_shape
     from kernelscope.reports import profile_view
     from kernelscope.reports.terminal import make_console
 
     spec, shape_list, dtype, overrides = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, several=False)
-    ref = _reference_name(spec, vs)
-    _require_gpu("profile")
+    ref = reference_name(spec, vs)
+    section_set = _section_set(sets + sections)
+    extra_metrics = _metric_names(metrics)
+    report_path = _checked_report_path(output or _default_report_path(spec.name, ref), force)
+    require_gpu("profile")
     config = spec.config_for(shape_list[0], dtype, overrides)
-    report_path = output or _default_report_path(spec.name, ref)
-    section_set = _section_set(sets)
     console = make_console()
-    run = profile_once(spec, target, ref, shape_list[0], dtype, config, report_path, section_set, clock, cache, seed, arch,
-                       line_info, source_counters)
+    run = profile_once(spec, target, ref, shape_list[0], dtype, config, report_path, section_set, clock, cache, seed,
+                       arch, line_info, source_counters, extra_metrics=extra_metrics, launch_count=launch_count)
     console.print(f"report: {run.report_path}  (sidecar {os.path.basename(run.sidecar_path)})")
     passes = ", ".join(f"{p}" for _, p in run.passes) or "n/a"
     console.print(f"ncu: {len(run.passes)} kernel(s) profiled, replay passes per kernel: {passes}; "
@@ -337,8 +312,9 @@ def _absolute_target(target: str) -> str:
               help="The JSON Lines file every finished point is appended to (default: beside --json).")
 @click.option("--resume", "resume_path", default=None, type=click.Path(dir_okay=False),
               help="Continue the sweep of this journal: its finished points are skipped.")
+@force_option
 def sweep_cmd(target, vs, shapes, dtype, configs, with_profile, report_dir, seed, arch, rep_ms, fresh_inputs, json_path,
-              gpus, scheduler, workers_per_gpu, journal_path, resume_path):
+              gpus, scheduler, workers_per_gpu, journal_path, resume_path, force):
     """Time every combination of config values; invalid ones are listed, not fatal. Every finished
     point is journaled at once; exit 130 on Ctrl-C with what finished kept."""
     from kernelscope.profiler import measure, sweep_runner
@@ -354,9 +330,12 @@ def sweep_cmd(target, vs, shapes, dtype, configs, with_profile, report_dir, seed
         raise UserError(f"{spec.name} declares no config space: pass --config KEY=V1,V2")
     if journal_path and resume_path and journal_path != resume_path:
         raise UserError("--journal and --resume name different files: the resumed journal is appended to")
-    ref = _reference_name(spec, vs)
+    ref = reference_name(spec, vs)
+    check_output_file(json_path, force, "JSON results")
+    if with_profile:
+        check_output_folder(report_dir, "sweep's reports")
     if not (gpus or scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")):
-        _require_gpu("sweep")
+        require_gpu("sweep")
     plan = sweep_runner.SweepPlan(target=_absolute_target(target), reference=ref, dtype=dtype, arch=arch, seed=seed,
                                   rep_ms=rep_ms, profile=with_profile, report_dir=os.path.abspath(report_dir),
                                   fresh_inputs=fresh_inputs)
@@ -377,8 +356,7 @@ def sweep_cmd(target, vs, shapes, dtype, configs, with_profile, report_dir, seed
     print_sweep(console, outcome.document, list(space), with_profile)
     if json_path:
         try:
-            with open(json_path, "w") as f:
-                json.dump(outcome.document, f, indent=1, default=str)
+            _write_json(json_path, outcome.document, force)
         except OSError as e:
             raise UserError(f"cannot write {json_path}: {e.strerror or e} (the journal {journal.path} holds "
                             "every finished point)") from None
@@ -392,4 +370,3 @@ def register(group) -> None:
     group.add_command(run_cmd)
     group.add_command(profile_cmd)
     group.add_command(sweep_cmd)
-

@@ -129,7 +129,7 @@ def save_baseline(doc: Mapping[str, Any], path: str | os.PathLike, *, force: boo
     replaced only with force; on any failure the old file is left as it was."""
     path = Path(path)
     if path.exists() and not force:
-        raise UserError(f"{path} exists: pass --force to replace it")
+        raise UserError(f"{path} exists: pass -f/--force to replace it")
     folder = path.parent if str(path.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -146,10 +146,16 @@ def save_baseline(doc: Mapping[str, Any], path: str | os.PathLike, *, force: boo
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        if force:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)      # fails if another command wrote the file meanwhile
+            os.unlink(tmp)
     except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, FileExistsError):
+            raise UserError(f"{path} exists: pass -f/--force to replace it") from None
         if isinstance(e, OSError):
             raise UserError(f"cannot write {path}: {e.strerror or e}") from None
         raise
@@ -171,8 +177,8 @@ def load_baseline(path: str | os.PathLike) -> dict[str, Any]:
         raise UserError(f"{path}: not a kernelscope baseline (expected schema {SCHEMA!r}, "
                         "written by `kernelscope baseline save`)")
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise UserError(f"{path}: baseline schema version {data.get('schema_version')} is not supported "
-                        f"(this kernelscope reads {SCHEMA_VERSION})")
+        raise UserError(f"{path}: baseline schema_version {data.get('schema_version')!r} is not supported "
+                        f"(this kernelscope reads the number {SCHEMA_VERSION})")
     cases = data.get("cases")
     if not isinstance(cases, list) or any(not isinstance(c, dict) or "id" not in c for c in cases):
         raise UserError(f"{path}: malformed baseline (cases must be a list of objects with an id)")

@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 
-from kernelscope.errors import UserError
+from kernelscope.errors import UserError, reraise_interrupt
 from kernelscope.kernels.spec import KernelSpec
 
 # name -> "module:attribute" (attribute: a KernelSpec or a function returning one).
@@ -59,9 +59,16 @@ def _load_file(path: str, attr: str, target: str) -> KernelSpec:
         try:
             spec.loader.exec_module(module)
         except UserError:
+            del sys.modules[mod_name]
             raise
+        except SystemExit as e:
+            # A script's `sys.exit()` at import would otherwise end kernelscope with its code.
+            del sys.modules[mod_name]
+            raise UserError(f"target {target!r}: importing {path} called sys.exit({e.code!r}); "
+                            "a kernel file must not exit when imported (guard it with `if __name__ == \"__main__\":`)") from None
         except Exception as e:
             del sys.modules[mod_name]
+            reraise_interrupt(e)
             raise UserError(f"target {target!r}: importing {path} failed: {type(e).__name__}: {e}") from e
         finally:
             if sys.path and sys.path[0] == folder:

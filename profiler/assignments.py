@@ -90,6 +90,10 @@ def parse_config(items: Iterable[str], option: str = "--config", *, several: boo
     return {key: values[0] for key, values in out.items()}
 
 
+# Extents are indexed with 32-bit signed integers on the device.
+MAX_EXTENT = 2**31 - 1
+
+
 def parse_shape(text: str, option: str = "--shape") -> dict[str, int]:
     """'M=4096,N=8192' -> {'M': 4096, 'N': 8192}."""
     shape: dict[str, int] = {}
@@ -102,6 +106,9 @@ def parse_shape(text: str, option: str = "--shape") -> dict[str, int]:
             size = int(raw)
         except ValueError:
             raise UserError(f"{option} {text!r}: size of {name} is not an integer: {raw.strip()!r}") from None
+        if size > MAX_EXTENT:
+            raise UserError(f"{option} {text!r}: size of {name} is {size}, above the largest extent a "
+                            f"kernel can index ({MAX_EXTENT})")
         if size < 0:
             # 0 passes here: a 0/1 flag such as causal=0 is a shape key too; check_shape_sizes
             # refuses a zero size where the kernel's shapes have no such flag.
@@ -136,5 +143,7 @@ def check_shape_sizes(spec, shape: Mapping[str, int]) -> None:
     defaults = spec.default_shapes or []
     flags = {k for k in (defaults[0] if defaults else {}) if all(s.get(k) in (0, 1) for s in defaults)}
     for k, v in shape.items():
+        if v > MAX_EXTENT:
+            raise UserError(f"shape: size of {k} is {v}, above the largest extent a kernel can index ({MAX_EXTENT})")
         if v == 0 and k not in flags:
             raise UserError(f"shape: size of {k} must be positive")

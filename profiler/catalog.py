@@ -161,10 +161,23 @@ def _merge_file(catalog: Catalog, path: Path) -> None:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise UserError(f"{path}: no such catalog file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder, not a catalog file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read the catalog file ({getattr(e, 'strerror', None) or e})") from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: not valid TOML ({e})") from None
+    unknown = sorted(set(data) - {"view", "metric"})
+    if unknown:
+        raise UserError(f"{path}: unknown top-level key {unknown[0]!r} (a catalog file holds [[view]] and [[metric]] entries)")
+    for kind in ("view", "metric"):
+        entries = data.get(kind, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise UserError(f"{path}: {kind!r} must be an array of tables: write [[{kind}]]")
     for entry in data.get("view", []):
         name = _required(entry, "name", path, "view")
+        if not isinstance(name, str) or not isinstance(entry.get("title", name), str):
+            raise UserError(f"{path}: view {name!r}: 'name' and 'title' must be strings")
         if name not in catalog.views:
             catalog.views[name] = View(name, entry.get("title", name), ())
     for entry in data.get("metric", []):
@@ -190,8 +203,9 @@ def _required(entry: dict, key: str, path: Path, what: str) -> Any:
 
 def _metric_from(entry: dict, path: Path) -> MetricDef:
     ident = _required(entry, "id", path, "metric")
-    for key in ("label", "view", "unit", "better"):
-        _required(entry, key, path, "metric")
+    for key in ("id", "label", "view", "unit", "better"):
+        if not isinstance(_required(entry, key, path, "metric"), str):
+            raise UserError(f"{path}: metric {ident!r}: field {key!r} must be a string")
     if entry["better"] not in DIRECTIONS:
         raise UserError(f"{path}: metric {ident!r}: field 'better' must be one of {', '.join(DIRECTIONS)}")
     kinds = [k for k in ("metric", "formula", "computed") if k in entry]

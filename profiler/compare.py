@@ -130,7 +130,7 @@ def opcode_deltas(a: KernelProfile, b: KernelProfile, top: int | None = 15) -> l
         return []
     total_a, total_b = sum(mix_a.values()), sum(mix_b.values())
     rows = []
-    for op in set(mix_a) | set(mix_b):
+    for op in sorted(set(mix_a) | set(mix_b)):
         count_a = mix_a.get(op, 0.0) if mix_a else None
         count_b = mix_b.get(op, 0.0) if mix_b else None
         rows.append(
@@ -148,7 +148,9 @@ def opcode_deltas(a: KernelProfile, b: KernelProfile, top: int | None = 15) -> l
         count = abs((row.count_a or 0.0) - (row.count_b or 0.0))
         return (share, count)
 
-    rows.sort(key=weight, reverse=True)
+    # Ties (equal changes, common in small kernels) are broken by name: output must not
+    # depend on the hash seed.
+    rows.sort(key=lambda row: (tuple(-w for w in weight(row)), row.opcode))
     return rows[:top] if top else rows
 
 

@@ -43,10 +43,20 @@ _MAX_SOURCE_BYTES = 4 * 1024 * 1024
 def cache_root() -> Path:
     override = os.environ.get("KERNELSCOPE_CACHE_DIR")
     if override:
-        return Path(override).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "kernelscope"
+        root = Path(override).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kernelscope"
+    # A setting that points at a file would fail deep inside a compile; say so here.
+    for folder in (root, *root.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                from kernelscope.errors import EXIT_ENVIRONMENT, UserError
+
+                what = "KERNELSCOPE_CACHE_DIR" if override else "the cache folder"
+                raise UserError(f"{what} {root}: {folder} is a file, not a folder", exit_code=EXIT_ENVIRONMENT)
+            break
+    return root
 
 
 def source_files(folder: Path, recursive: bool) -> list[Path]:
@@ -63,6 +73,27 @@ def hash_sources(files: Iterable[Path], relative_to: Path) -> str:
         h.update(path.read_bytes())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def valid_cubin(cubin: bytes) -> bool:
+    """A whole 64-bit ELF file: the magic, and every header table and section inside the
+    bytes. A truncated or emptied copy fails one of these."""
+    if len(cubin) < 64 or cubin[:4] != b"\x7fELF" or cubin[4] != 2:
+        return False
+
+    def u(at: int, size: int) -> int:
+        return int.from_bytes(cubin[at:at + size], "little")
+
+    phoff, shoff = u(0x20, 8), u(0x28, 8)
+    phentsize, phnum, shentsize, shnum = u(0x36, 2), u(0x38, 2), u(0x3A, 2), u(0x3C, 2)
+    if shnum == 0 or shoff + shentsize * shnum > len(cubin) or phoff + phentsize * phnum > len(cubin):
+        return False
+    for i in range(shnum):
+        header = shoff + i * shentsize
+        nobits = u(header + 4, 4) == 8          # SHT_NOBITS occupies no bytes in the file
+        if not nobits and u(header + 0x18, 8) + u(header + 0x20, 8) > len(cubin):
+            return False
+    return True
 
 
 @dataclass
@@ -107,15 +138,32 @@ class CompileCache:
         return self.root / d[:2] / d
 
     def load(self, key: CacheKey) -> CacheEntry | None:
+        """The entry for `key`, or None. An entry that does not hold what a store writes (a
+        truncated or empty cubin, a damaged entry.json) is removed, so the caller compiles
+        and stores a good one in its place."""
         d = self._dir(key)
+        if not d.exists():
+            return None
         try:
             meta = json.loads((d / "entry.json").read_text())
             cubin = (d / "kernel.cubin").read_bytes()
         except (OSError, ValueError):
+            self._discard(d)
             return None
-        if meta.get("format") != ENTRY_FORMAT or not _built_for(cubin, key.arch):
+        if (not isinstance(meta, dict) or meta.get("format") != ENTRY_FORMAT or not valid_cubin(cubin)
+                or not _built_for(cubin, key.arch)):
+            self._discard(d)
             return None
         return CacheEntry(cubin=cubin, meta=meta)
+
+    def _discard(self, entry_dir: Path) -> None:
+        # Renamed away first: a concurrent reader sees the whole bad entry or none, never half.
+        try:
+            doomed = Path(tempfile.mkdtemp(prefix=".bad-", dir=entry_dir.parent))
+            os.replace(entry_dir, doomed / "entry")
+            shutil.rmtree(doomed, ignore_errors=True)
+        except OSError:
+            pass
 
     def store(self, key: CacheKey, cubin: bytes, meta: dict[str, Any]) -> bool:
         """Write atomically: a reader sees a whole entry or none. A failure to write is not an

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from kernelscope.errors import UserError
+from kernelscope.errors import UserError, reraise_interrupt
 from kernelscope.kernels.spec import ConfigRejected
+from kernelscope.profiler.progress import slow_step
 from kernelscope.toolchain.cubin import cubin_arch
 
 
@@ -227,7 +228,8 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
     except ImportError as e:
         raise UserError(f"cannot compile {spec.name}: nvidia-cutlass-dsl is not installed ({e})")
 
-    with dsl_targeting(arch), record_dsl_compiles() as seen:
+    with (dsl_targeting(arch), record_dsl_compiles() as seen,
+          slow_step(f"compiling {spec.name} for {arch} (not in the compile cache)")):
         try:
             compiled = spec.compile(dict(config), dict(shape), dtype, arch)
         except ConfigRejected as e:
@@ -236,6 +238,7 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
         except UserError:
             raise
         except Exception as e:
+            reraise_interrupt(e)
             raise UserError(f"{spec.name}: compile failed for {arch}: {compile_error_summary(e)}")
 
     cubin = _as_bytes(getattr(compiled, "cubin", None))

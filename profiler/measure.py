@@ -8,17 +8,16 @@ bf16 matmul throughput for compute-bound work), measured once and cached per dev
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kernelscope.errors import UserError
+from kernelscope.errors import UserError, reraise_interrupt
 from kernelscope.kernels import references
 from kernelscope.kernels.spec import ConfigRejected, KernelSpec
 from kernelscope.profiler.assignments import check_shape_sizes, format_config, format_shape
 from kernelscope.profiler.correctness import CorrectnessReport, check
+from kernelscope.profiler.peaks import Peaks, measure_peaks
+from kernelscope.profiler.progress import slow_step
 from kernelscope.profiler.timing import Timing, gbps, tflops, time_callable
 
 # Below this many FLOPs per byte no Hopper kernel is compute-bound (the bf16 ridge point
@@ -29,15 +28,6 @@ COMPUTE_BOUND_INTENSITY = 10.0
 
 SWEEP_SCHEMA = "kernelscope.sweep"  # `sweep --json`, documented in docs/json-format.md
 SWEEP_SCHEMA_VERSION = 1
-
-@dataclass
-class Peaks:
-    device: str
-    copy_gbps: float | None = None        # read + write bytes per second of a large D2D copy
-    bf16_matmul_tflops: float | None = None
-    measured_at: str | None = None
-    cached: bool = False
-
 
 @dataclass
 class SideResult:
@@ -89,64 +79,6 @@ class RunResult:
                 "peaks": self.peaks.__dict__ if self.peaks else None}
 
 
-# --- peaks -----------------------------------------------------------------------------------
-
-def _cache_path() -> str:
-    from kernelscope.profiler.compile_cache import cache_root
-
-    root = str(cache_root())
-    return os.path.join(root, "peaks.json")
-
-
-def _peak_key(torch) -> str:
-    return f"{torch.cuda.get_device_name()}|torch {torch.__version__}"
-
-
-def measure_peaks(need_matmul: bool, *, refresh: bool = False) -> Peaks:
-    """Copy bandwidth (and bf16 matmul rate when asked), cached per device and torch version."""
-    import torch
-
-    key = _peak_key(torch)
-    path = _cache_path()
-    cache: dict[str, Any] = {}
-    if os.path.isfile(path):
-        try:
-            with open(path) as f:
-                cache = json.load(f)
-        except (OSError, ValueError):
-            cache = {}
-    entry = dict(cache.get(key) or {})
-    cached = bool(entry) and not refresh
-    if refresh or entry.get("copy_gbps") is None:
-        n = 256 * 1024 * 1024  # 512 MiB of bf16: far beyond L2
-        src = torch.empty(n, dtype=torch.bfloat16, device="cuda").normal_()
-        dst = torch.empty_like(src)
-        t = time_callable(lambda: dst.copy_(src), flush_l2=False, rep_ms=200)
-        entry["copy_gbps"] = gbps(2 * src.numel() * src.element_size(), t.median_ms)
-        cached = False
-        del src, dst
-    if need_matmul and (refresh or entry.get("bf16_matmul_tflops") is None):
-        n = 8192
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        t = time_callable(lambda: torch.matmul(a, b), flush_l2=False, rep_ms=300)
-        entry["bf16_matmul_tflops"] = tflops(2.0 * n ** 3, t.median_ms)
-        cached = False
-        del a, b
-    if not cached:
-        entry["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        cache[key] = entry
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                json.dump(cache, f, indent=1)
-        except OSError:
-            pass  # a cache that cannot be written only costs a re-measurement
-    return Peaks(device=key, copy_gbps=entry.get("copy_gbps"),
-                 bf16_matmul_tflops=entry.get("bf16_matmul_tflops"),
-                 measured_at=entry.get("measured_at"), cached=cached)
-
-
 def _fill_rates(side: SideResult, flops: float, nbytes: float, peaks: Peaks | None) -> None:
     if side.timing is None:
         return
@@ -182,7 +114,8 @@ def validate_dtype(spec: KernelSpec, dtype: str) -> None:
 
 def compile_checked(spec: KernelSpec, config: dict, shape: dict, dtype: str, arch: str):
     try:
-        return spec.compile(config, shape, dtype, arch)
+        with slow_step(f"compiling {spec.name} for {arch}"):
+            return spec.compile(config, shape, dtype, arch)
     except ConfigRejected as e:
         raise UserError(f"{spec.name} rejects config {format_config(config)} at shape {format_shape(shape)}: {e}") from e
 
@@ -204,10 +137,15 @@ def run_target(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, 
     ref_fn = references.bind(ref_name, spec, inputs) if ref_name else None
 
     # Correctness on fresh (poisoned) outputs before anything is timed.
-    out = target_fn()
+    returned = target_fn()
     torch.cuda.synchronize()
-    out = inputs[spec.output] if spec.output in inputs else out
+    out = inputs[spec.output] if spec.output in inputs else returned
     target_side = SideResult(name=spec.name, correctness=check_output(spec, out, inputs, dtype))
+    if (not target_side.correctness.ok and isinstance(returned, torch.Tensor) and returned is not out
+            and returned.shape == out.shape):
+        target_side.correctness.diagnoses.append(
+            f"the kernel returned a tensor but kernelscope checks the `{spec.output}` buffer it was given: "
+            f"write the result into inputs[{spec.output!r}] instead of returning a new tensor")
     ref_side = None
     if ref_fn is not None:
         ref_out = ref_fn()
@@ -320,6 +258,7 @@ def sweep(spec: KernelSpec, ref_name: str | None, shape: dict, dtype: str, confi
         except ConfigRejected as e:
             row = SweepRow(cfg, "invalid", str(e))
         except Exception as e:  # a compile failure of one config must not end the sweep
+            reraise_interrupt(e)
             row = SweepRow(cfg, "failed", f"compile: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         else:
             row = _time_config(spec, compiled, cfg, inputs, dtype, timer, timer_kwargs)
@@ -341,6 +280,7 @@ def _time_config(spec, compiled, cfg, inputs, dtype, timer, timer_kwargs) -> Swe
         out = inputs[out_name] if out_name in inputs else out
         report = check_output(spec, out, inputs, dtype)
     except Exception as e:
+        reraise_interrupt(e)
         return SweepRow(cfg, "failed", f"launch: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     if not report.ok:
         return SweepRow(cfg, "wrong", f"{report.bad_count} elements over tolerance (max abs "

@@ -68,6 +68,7 @@ class ProfileRequest:
     # source imported, so a report maps its time back to Python lines.
     line_info: bool = True
     source_counters: bool = True
+    launch_count: int | None = None        # ncu's -c: profile at most this many launches
 
 
 @dataclass
@@ -192,6 +193,8 @@ def build_command(ncu: str, req: ProfileRequest, status_path: str | None = None,
            *source_args(req)]
     if metrics:
         cmd += ["--metrics", ",".join(metrics)]
+    if req.launch_count:
+        cmd += ["--launch-count", str(req.launch_count)]
     cmd += ["--export", report_base(req.report_path), "--force-overwrite"]
     cmd += worker_command(req, status_path)
     return cmd
@@ -291,6 +294,7 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
     problem = failure_message(proc.returncode, output, status, report_exists)
     if problem:
         kept = f" (report kept: {req.report_path})" if report_exists else ""
-        raise UserError(problem + kept, exit_code=3)
+        # A config the kernel refuses is the user's input (2), as under `run`; the rest is the environment.
+        raise UserError(problem + kept, exit_code=2 if status.get("kind") == "config_rejected" else 3)
     return ProfileRun(report_path=req.report_path, sidecar_path=sidecar, command=cmd, wall_s=wall,
                       passes=passes, returncode=proc.returncode, output=output, worker_status=status)

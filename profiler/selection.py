@@ -32,10 +32,16 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
+def strip_regex_prefix(pattern: str) -> str:
+    """ncu writes `-k regex:NAME`; the prefix means what kernelscope does anyway."""
+    return pattern[len("regex:"):] if pattern.startswith("regex:") else pattern
+
+
 def select(profiles: list[KernelProfile], pattern: str | None, *, what: str = "") -> list[KernelProfile]:
     """Profiles whose function, demangled name or NVTX range matches the regex (search)."""
     if pattern is None:
         return list(profiles)
+    pattern = strip_regex_prefix(pattern)
     try:
         regex = re.compile(pattern)
     except re.error as e:
@@ -73,7 +79,7 @@ def lines_for(selector: str | None, group_nvtx: str | None = None):
         index = int(m.group(1))
         return lambda p: p.index == index
     try:
-        regex = re.compile(selector)
+        regex = re.compile(strip_regex_prefix(selector))
     except re.error:
         return True   # select_profiles reports the bad regex
     return lambda p: bool(regex.search(p.name) or regex.search(p.demangled_name)

@@ -291,7 +291,8 @@ def inspect_target(target: str, *, config: Mapping[str, Any] | None = None,
         meta = json.loads(json.dumps(meta, default=repr))
         # A compile the kernel memoised in this process carries no launch facts: inspecting
         # it is fine, storing it would hand the gap on to every later inspect.
-        if use_cache and source_hash not in ("unknown", "unlocatable") and artifacts.observed_compile:
+        # Stored under --no-cache too: a fresh compile replaces whatever the entry held.
+        if source_hash not in ("unknown", "unlocatable") and artifacts.observed_compile:
             cache.store(key, cubin, meta)
 
     launches = [LaunchRequest.from_dict(l) for l in meta["artifacts"]["launches"]]

@@ -3,6 +3,10 @@ renderer (terminal, Markdown, HTML) say the same number the same way. No computa
 
 from __future__ import annotations
 
+import contextvars
+
+from kernelscope.profiler.names import short_name
+
 NOT_COLLECTED = "n/a"
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"))
@@ -78,3 +82,14 @@ def launch_shape(dims: tuple[int, int, int] | None) -> str:
     if dims is None:
         return NOT_COLLECTED
     return "x".join(str(d) for d in dims)
+
+
+# Headers and tables show short kernel names unless the command was given --full-names.
+FULL_NAMES: contextvars.ContextVar[bool] = contextvars.ContextVar("full_names", default=False)
+
+
+def kernel_label(profile) -> str:
+    """The name a person reads: short (HopperGemm), or the full one under --full-names."""
+    if FULL_NAMES.get() or profile.kind == "nvtx-range":   # a range's name is the user's own
+        return profile.name
+    return short_name(profile.name, profile.demangled_name)

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.text import Text
 
 from kernelscope.profiler.compare import Comparison, Verdict
-from kernelscope.profiler.units import format_value
+from kernelscope.profiler.units import format_value, kernel_label
 from kernelscope.rules.diagnosis import Diagnosis
 from kernelscope.rules.findings import Finding
 from kernelscope.rules.line_locations import location_text
@@ -55,7 +55,7 @@ def unexplained_text(result: Diagnosis | None) -> str | None:
 
 
 def print_headline(comparison: Comparison, result: Diagnosis | None, console: Console) -> None:
-    console.print(Text(headline(comparison.verdict, f"A ({comparison.a.name})", f"B ({comparison.b.name})"), style="bold"),
+    console.print(Text(headline(comparison.verdict, f"A ({kernel_label(comparison.a)})", f"B ({kernel_label(comparison.b)})"), style="bold"),
                   overflow="fold")
     reason, note = reason_text(result), unexplained_text(result)
     if reason:
@@ -65,7 +65,7 @@ def print_headline(comparison: Comparison, result: Diagnosis | None, console: Co
 
 
 def headline_markdown(comparison: Comparison, result: Diagnosis | None) -> str:
-    lines = [f"**{headline(comparison.verdict, f'A (`{comparison.a.name}`)', f'B (`{comparison.b.name}`)')}**  "]
+    lines = [f"**{headline(comparison.verdict, f'A (`{kernel_label(comparison.a)}`)', f'B (`{kernel_label(comparison.b)}`)')}**  "]
     reason, note = reason_text(result), unexplained_text(result)
     if reason:
         lines.append(f"**Main reason:** {reason}")
@@ -102,8 +102,15 @@ def print_findings(findings: list[Finding], console: Console, not_evaluated: dic
         console.print(Text("Nsight Compute advises for A and not for B: " + _ncu_list(result.ncu_frame["a_only"]), style="dim"),
                       overflow="fold")
     if not_evaluated:
-        names = ", ".join(f"{rule} ({', '.join(missing) or 'data missing'})" for rule, missing in not_evaluated.items())
-        console.print(Text(f"Not evaluated (metrics not collected): {names}", style="dim"), overflow="fold")
+        console.print(Text(f"Not evaluated: {not_evaluated_text(not_evaluated)}", style="dim"), overflow="fold")
+
+
+def not_evaluated_text(not_evaluated: dict[str, list[str]]) -> str:
+    """Why each rule gave no answer: metrics not collected, or (nothing missing) a value it
+    computes is undefined, such as a ratio over a count that is zero."""
+    return "; ".join(f"{rule} ({', '.join(missing)} not collected)" if missing
+                     else f"{rule} (undefined with these values, e.g. a division by zero)"
+                     for rule, missing in not_evaluated.items())
 
 
 def evidence_text(evidence: list[dict[str, Any]]) -> str:
@@ -148,7 +155,7 @@ def findings_markdown(findings: list[Finding], not_evaluated: dict[str, list[str
     if result is not None and result.ncu_frame.get("a_only"):
         lines += ["", f"_Nsight Compute advises for A and not for B:_ {_ncu_list(result.ncu_frame['a_only'])}"]
     if not_evaluated:
-        lines += ["", "_Not evaluated (metrics not collected):_ " + ", ".join(f"`{r}`" for r in not_evaluated)]
+        lines += ["", "_Not evaluated:_ " + not_evaluated_text(not_evaluated)]
     lines.append("")
     return "\n".join(lines)
 

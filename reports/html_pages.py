@@ -8,22 +8,21 @@ or a sweep result (`kernelscope sweep --json`).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 from kernelscope.profiler.catalog import Catalog, load_catalog
 from kernelscope.profiler.compare import readings
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.roofline import SECTIONS_NEEDED, Roofline, roofline
-from kernelscope.profiler.units import NOT_COLLECTED, format_change, format_relative, format_share, format_value
+from kernelscope.profiler.units import (NOT_COLLECTED, format_change, format_relative, format_share, format_value,
+                                        kernel_label)
 from kernelscope.reports import plots
+from kernelscope.reports.change_ranking import SAME_WITHIN, largest_changes
 from kernelscope.reports.html import (Page, Plot, escape, is_number, number, plain, shorten,
                                       signed_percent)
 from kernelscope.reports.structured import identity
 
-TOP_CHANGES = 15          # bars in the "largest metric changes" plot
 TOP_OPCODES = 15          # opcodes in the instruction-mix plot
-SAME_WITHIN = 0.005       # relative changes below this are not "changes"
 
 
 # ============================================================================ comparison
@@ -36,7 +35,7 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
     holds catalog values only, so without them there is no roofline.
     """
     a, b = doc.get("a") or {}, doc.get("b") or {}
-    name_a, name_b = a.get("name") or "A", b.get("name") or "B"
+    name_a, name_b = a.get("short_name") or a.get("name") or "A", b.get("short_name") or b.get("name") or "B"
     page = Page(
         title=title or f"{shorten(name_a)} vs {shorten(name_b)}",
         subtitle="A is the kernel, B the reference; the change column is A - B.",
@@ -50,26 +49,28 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
     if static:
         page.notes.append("No roofline: a compile-only (static) profile has no measured FLOP/s or bytes.")
     elif profiles is not None:
-        roof = roofline(list(profiles), [profiles[0].name, profiles[1].name], ["A", "B"])
+        roof = roofline(list(profiles), [kernel_label(profiles[0]), kernel_label(profiles[1])], ["A", "B"])
         _add_roofline(page, roof)
     else:
         page.notes.append("No roofline: a diff JSON holds catalog values only. Give the two reports "
                           "(A.ncu-rep[:REGEX] B.ncu-rep[:REGEX]) or a `show --format json` file to place the kernels.")
 
-    mix = [plots.MixRow(r["opcode"], [r.get("share_a"), r.get("share_b")]) for r in doc.get("instruction_mix") or []
-           if r.get("share_a") is not None or r.get("share_b") is not None][:TOP_OPCODES]
+    mix = sorted((plots.MixRow(r["opcode"], [r.get("count_a"), r.get("count_b")]) for r in doc.get("instruction_mix") or []
+                  if r.get("count_a") is not None or r.get("count_b") is not None),
+                 key=lambda m: (-abs((m.counts[0] or 0) - (m.counts[1] or 0)), m.opcode))[:TOP_OPCODES]
     if mix:
         page.plots.append(Plot("instruction-mix", "Instruction mix",
                                plots.instruction_mix_figure(mix, [f"A: {name_a}", f"B: {name_b}"], executed=not static),
-                               _mix_caption(static) + " The opcodes whose share differs most between A and B."))
+                               _mix_caption(static) + " The opcodes whose counts differ most between A and B."))
     else:
         page.notes.append("No instruction-mix plot: the per-opcode mix (InstructionStats section, "
                           "sass__inst_executed_per_opcode) was not collected for both kernels.")
 
-    changes, one_sided = _largest_changes(doc.get("views") or {})
+    changes, one_sided = largest_changes(doc.get("views") or {})
     if changes:
-        caption = (f"The {len(changes)} catalog metrics whose ratio A/B is furthest from 1 "
-                   f"(changes under {SAME_WITHIN:.1%} left out).")
+        caption = (f"The {len(changes)} largest changes of A/B, ranked by how far the ratio is from 1 weighted by the "
+                   "metric's size in its view (a percentage as itself; counts, bytes and stalls against the largest of "
+                   f"their kind), so large changes of tiny counts rank low; changes under {SAME_WITHIN:.1%} left out.")
         if one_sided:
             caption += " Zero on one side (no ratio): " + ", ".join(one_sided[:10]) + ("…" if len(one_sided) > 10 else "") + "."
         page.plots.append(Plot("metric-changes", "Largest metric changes",
@@ -83,34 +84,8 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
 
 def _mix_caption(static: bool) -> str:
     if static:
-        return "Share of the SASS instructions in the binary per opcode (compile-only: not executed counts)."
-    return "Share of all executed warp instructions per opcode (sass__inst_executed_per_opcode)."
-
-
-def _largest_changes(views: dict[str, Any]) -> tuple[list[plots.ChangeRow], list[str]]:
-    seen: set[str] = set()
-    rows: list[tuple[float, plots.ChangeRow]] = []
-    one_sided: list[str] = []
-    for view in views.values():
-        for m in view.get("metrics", []):
-            if m["id"] in seen:
-                continue
-            seen.add(m["id"])
-            va, vb = m.get("a"), m.get("b")
-            if not is_number(va) or not is_number(vb):
-                continue
-            va, vb = float(va), float(vb)
-            if va < 0 or vb < 0 or va == vb:
-                continue
-            if va == 0 or vb == 0:
-                one_sided.append(m["label"])
-                continue
-            ratio = va / vb
-            if abs(ratio - 1.0) < SAME_WITHIN:
-                continue
-            rows.append((abs(math.log(ratio)), plots.ChangeRow(m["label"], ratio, m.get("better_side"))))
-    rows.sort(key=lambda t: -t[0])
-    return [r for _, r in rows[:TOP_CHANGES]], one_sided
+        return "SASS instructions in the binary per opcode (compile-only: not executed counts)."
+    return "Executed warp instructions per opcode (sass__inst_executed_per_opcode)."
 
 
 def _comparison_views(views: dict[str, Any]) -> str:
@@ -156,7 +131,7 @@ def profiles_page(profiles: Sequence[KernelProfile], source: str, *, catalog: Ca
                   title: str | None = None) -> Page:
     """One or more kernels, each in its own column (no reference)."""
     catalog = catalog or load_catalog()
-    names = [p.name for p in profiles]
+    names = [kernel_label(p) for p in profiles]
     roles = [f"@{p.index}" for p in profiles]
     page = Page(title=title or (f"{shorten(names[0])}" if len(profiles) == 1 else f"{len(profiles)} kernels of {source}"),
                 subtitle=f"From {source}.")
@@ -171,7 +146,7 @@ def profiles_page(profiles: Sequence[KernelProfile], source: str, *, catalog: Ca
         page.plots.append(Plot("instruction-mix", "Instruction mix",
                                plots.instruction_mix_figure(mix, [f"{r}: {n}" for r, n in zip(roles, names)],
                                                             executed=not static),
-                               _mix_caption(static) + " The largest shares."))
+                               _mix_caption(static) + " The largest counts."))
     else:
         page.notes.append("No instruction-mix plot: the per-opcode mix (sass__inst_executed_per_opcode) was not collected.")
     per_kernel = [readings(p, catalog) for p in profiles]
@@ -196,9 +171,9 @@ def _mix_rows(profiles: Sequence[KernelProfile]) -> list[plots.MixRow]:
     totals = [sum(p.instruction_mix.values()) for p in profiles]
     if not any(totals):
         return []
-    shares = [{op: n / t for op, n in p.instruction_mix.items()} if t else None for p, t in zip(profiles, totals)]
-    ops = sorted({op for s in shares if s for op in s}, key=lambda op: -max((s or {}).get(op, 0.0) for s in shares))
-    return [plots.MixRow(op, [None if s is None else s.get(op, 0.0) for s in shares]) for op in ops[:TOP_OPCODES]]
+    mixes = [p.instruction_mix if t else None for p, t in zip(profiles, totals)]
+    ops = sorted({op for m in mixes if m for op in m}, key=lambda op: (-max((m or {}).get(op, 0.0) for m in mixes), op))
+    return [plots.MixRow(op, [None if m is None else m.get(op, 0.0) for m in mixes]) for op in ops[:TOP_OPCODES]]
 
 
 # ============================================================================ roofline
@@ -282,7 +257,7 @@ def gate_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
             if is_number(m.get("change")) and m["change"] != 0:
                 label = f"{m.get('metric')} · {shorten(str(m.get('kernel') or case.get('case')), 24)}"
                 bars.append(plots.VerdictRow(label, float(m["change"]), m.get("verdict", "")))
-    bars.sort(key=lambda r: -abs(r.change))
+    bars.sort(key=lambda r: (-abs(r.change), r.label))
     if bars:
         page.plots.append(Plot("gate-changes", "Largest changes against the baseline",
                                plots.gate_changes_figure(bars[:20]),
@@ -332,7 +307,7 @@ def sweep_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
         elif not with_pct and r.get("timing"):
             bars.append(plots.SweepBar(label, float(r["timing"]["median_ms"])))
     if bars:
-        bars.sort(key=lambda b: -b.value if with_pct else b.value)
+        bars.sort(key=lambda b: (-b.value if with_pct else b.value, b.label))
         caption = ("Speed of each valid config as a percentage of the reference's (reference median time / config "
                    "median time, CUDA events, both on the same GPU); 100% is as fast as the reference." if with_pct
                    else "Median time per launch of each valid config (no reference was timed).")
@@ -400,7 +375,8 @@ def _identity_table(identities: list[dict[str, Any]], roles: list[str]) -> str:
                 f"cache control {s.get('cache_control') or 'n/a'}; replay passes {s.get('replay_passes') or 'n/a'}")
 
     rows = [
-        ("kernel", lambda d: d.get("name")),
+        ("kernel", lambda d: d.get("short_name") or d.get("name")),
+        ("full name", lambda d: d.get("name")),
         ("demangled", lambda d: d.get("demangled_name")),
         ("source", lambda d: f"{d.get('source')} @{d.get('index')}"),
         ("launch", launch),

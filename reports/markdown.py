@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernelscope.profiler.compare import Comparison, MetricReading
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.profiler.units import format_change, format_relative, format_share, format_value
+from kernelscope.profiler.units import format_change, format_relative, format_share, format_value, kernel_label
 from kernelscope.reports.terminal import comparability_warnings, describe, session_line
 
 _MARK = {"a": "**A**", "b": "B", "same": "="}
@@ -17,7 +17,7 @@ def _cell(text: str) -> str:
 def show_markdown(entries: list[tuple[KernelProfile, dict[str, list[MetricReading]]]], view_titles: dict[str, str]) -> str:
     lines: list[str] = []
     for profile, views in entries:
-        lines += [f"## [{profile.index}] `{profile.name}`", "", f"{describe(profile)}  ", f"{session_line(profile)}", ""]
+        lines += [f"## [{profile.index}] `{kernel_label(profile)}`", "", f"{describe(profile)}  ", f"{session_line(profile)}", ""]
         for view, rs in views.items():
             lines += [f"### {view_titles[view]}", ""]
             if not any(r.collected for r in rs):
@@ -32,8 +32,8 @@ def show_markdown(entries: list[tuple[KernelProfile, dict[str, list[MetricReadin
 def diff_markdown(comparison: Comparison) -> str:
     a, b = comparison.a, comparison.b
     lines = [
-        f"**A** `{a.name}` — {describe(a)} — {session_line(a)}  ",
-        f"**B** `{b.name}` — {describe(b)} — {session_line(b)}",
+        f"**A** `{kernel_label(a)}` — {describe(a)} — {session_line(a)}  ",
+        f"**B** `{kernel_label(b)}` — {describe(b)} — {session_line(b)}",
         "",
     ]
     lines += [f"> note: {w}" for w in comparability_warnings(a, b)]

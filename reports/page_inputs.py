@@ -15,6 +15,7 @@ from kernelscope.profiler.ncu import SIDECAR_SUFFIX
 from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import SHOW_SCHEMA, load_profile_run, load_profiles, read_json
 from kernelscope.reports import html_pages, structured
+from kernelscope.reports.document_checks import DIFF, GATE, SWEEP, check_document
 from kernelscope.reports.findings import diagnosis_json
 from kernelscope.reports.gate_output import GATE_SCHEMA
 from kernelscope.reports.html import Page
@@ -56,7 +57,7 @@ def _is_sweep(doc: object) -> bool:
 def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> dict:
     """The diagnosis of a pair, as the diff document holds it."""
     result = diagnose(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
-    attach_locations(result.findings, a.source_lines)
+    attach_locations(result.findings + result.shared, a.source_lines)
     return diagnosis_json(result)
 
 
@@ -109,12 +110,15 @@ def build_page(inputs: tuple[str, ...], options: PageOptions | None = None) -> P
         doc = read_json(path)
         schema = doc.get("schema") if isinstance(doc, dict) else None
         if schema == DIFF_SCHEMA:
+            check_document(doc, DIFF, path, "diff")
             return html_pages.comparison_page(doc, None, title=title)
         if schema == GATE_SCHEMA:
+            check_document(doc, GATE, path, "gate")
             return html_pages.gate_page(doc, title=title)
         if schema != SHOW_SCHEMA and _is_profile_sidecar(doc):
             return _profile_run_page(_sidecar_report(path, doc), doc, options)
         if schema != SHOW_SCHEMA and _is_sweep(doc):
+            check_document(doc, SWEEP, path, "sweep")
             return html_pages.sweep_page(doc, title=title)
         if schema != SHOW_SCHEMA:
             raise UserError(f"{path}: not a kernelscope result kernelscope report can show (expected a diff, show or "
@@ -136,6 +140,8 @@ def _is_profile_sidecar(doc: object) -> bool:
 
 def _sidecar_of(report: str) -> dict | None:
     path = Path(report + SIDECAR_SUFFIX)
+    if not path.exists() and report.endswith(".xz"):
+        path = Path(report[: -len(".xz")] + SIDECAR_SUFFIX)   # the report compressed after profiling
     if not path.exists():
         return None
     doc = read_json(str(path))
@@ -149,6 +155,7 @@ def _sidecar_report(sidecar_path: str, doc: dict) -> str:
         candidates.append(sidecar_path[: -len(SIDECAR_SUFFIX)])
     if doc["request"].get("report_path"):
         candidates.append(str(doc["request"]["report_path"]))
+    candidates += [c + ".xz" for c in candidates]     # reports are often kept xz-compressed
     for candidate in candidates:
         if Path(candidate).exists():
             return candidate

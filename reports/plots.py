@@ -72,14 +72,15 @@ def roofline_figure(roof: Roofline):
         x_text = lo * 2.0
         ax.annotate(f"{mem.name}: {_si(mem.value, 'B/s')}", (x_text, mem.value * x_text), xytext=(2, 6),
                     textcoords="offset points", fontsize=8, rotation=0, color="#333333")
-    for p in placed:
+    label_offsets = _stacked_label_offsets([(p.intensity, p.flop_rate) for p in placed])
+    for p, label_offset in zip(placed, label_offsets):
         index = roof.placements.index(p)
         colour = role_colour(index)
         ax.plot([p.intensity], [p.flop_rate], "o", ms=9, color=colour, mec="white", mew=1.2,
                 label=f"{p.role}: {_short(p.label)}", gid=f"roofline-point-{p.role}", zorder=5)
         frac = roof.fraction_of_roof(p)
         note = f"{_si(p.flop_rate, 'FLOP/s')}" + (f" ({frac * 100:.0f}% of roof)" if frac is not None else "")
-        ax.annotate(f"{p.role}  {note}", (p.intensity, p.flop_rate), xytext=(8, -12), textcoords="offset points",
+        ax.annotate(f"{p.role}  {note}", (p.intensity, p.flop_rate), xytext=(8, label_offset), textcoords="offset points",
                     fontsize=8, color=colour)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -97,6 +98,17 @@ def roofline_figure(roof: Roofline):
     return fig
 
 
+def _stacked_label_offsets(points: Sequence[tuple[float, float]]) -> list[float]:
+    """Vertical offsets (points) for the labels of log-log points: labels of points that lie
+    close together (two kernels at the same rate) go one under the other instead of on top."""
+    offsets: list[float] = []
+    for i, (x, y) in enumerate(points):
+        near = [offsets[j] for j, (x2, y2) in enumerate(points[:i])
+                if abs(math.log10(x / x2)) < 0.8 and abs(math.log10(y / y2)) < 0.25]
+        offsets.append(min(near) - 11 if near else -12)
+    return offsets
+
+
 def _short(text: str, width: int = 44) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -106,11 +118,12 @@ def _short(text: str, width: int = 44) -> str:
 @dataclass
 class MixRow:
     opcode: str
-    shares: list[float | None]       # fraction of all executed instructions per kernel, 0..1
+    counts: list[float | None]       # instructions of this opcode per kernel (None: not collected)
 
 
 def instruction_mix_figure(rows: Sequence[MixRow], names: Sequence[str], *, executed: bool = True):
-    """Grouped horizontal bars: each opcode's share of executed instructions, per kernel."""
+    """Grouped horizontal bars: each opcode's instruction count, per kernel. Counts, not shares:
+    the same count in two kernels is the same bar, whatever else each kernel executes."""
     height = 1.2 + len(rows) * (0.12 + 0.09 * max(1, len(names)))
     fig = _figure(7.6, max(2.6, height))
     ax = fig.add_subplot()
@@ -118,15 +131,19 @@ def instruction_mix_figure(rows: Sequence[MixRow], names: Sequence[str], *, exec
     bar = 0.8 / max(n, 1)
     for k, name in enumerate(names):
         ys = [i + (k - (n - 1) / 2) * bar for i in range(len(rows))]
-        vals = [(r.shares[k] or 0.0) * 100.0 for r in rows]
+        vals = [r.counts[k] or 0.0 for r in rows]
         ax.barh(ys, vals, height=bar * 0.95, color=role_colour(k), label=_short(name))
     ax.set_yticks(range(len(rows)), [r.opcode for r in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("Share of executed warp instructions (%)" if executed
-                  else "Share of SASS instructions in the binary (%, compile-only)")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _si(v, "").strip() if v else "0"))
+    ax.set_xlabel("Executed warp instructions" if executed
+                  else "SASS instructions in the binary (compile-only)")
     ax.grid(True, axis="x", alpha=0.25)
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
-    ax.set_title("Instruction mix (opcodes whose share differs most)", fontsize=11, loc="left")
+    # Above the axes, so it never hides a bar.
+    ax.legend(fontsize=8, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=min(n, 3))
+    ax.set_title("Instruction mix (opcodes whose counts differ most)", fontsize=11, loc="left")
     return fig
 
 
@@ -151,15 +168,24 @@ def metric_changes_figure(rows: Sequence[ChangeRow], name_a: str = "A", name_b: 
     ax.set_yticks(range(len(rows)), [_short(r.label, 36) for r in rows], fontsize=8)
     ax.invert_yaxis()
     for i, x in enumerate(ratios):
-        text = f"{x:.2f}x" if x >= 10 or x <= 0.1 else f"{(x - 1) * 100:+.0f}%"
-        ax.annotate(text, (x, i), xytext=(4 if x >= 1 else -4, 0), textcoords="offset points",
+        ax.annotate(ratio_text(x), (x, i), xytext=(4 if x >= 1 else -4, 0), textcoords="offset points",
                     ha="left" if x >= 1 else "right", va="center", fontsize=7)
     span = max(max(ratios), 1 / min(ratios)) if ratios else 2.0
-    ax.set_xlim(1 / (span * 2.5), span * 2.5)
+    # Room for a label beyond the longest bar on either side of a log axis.
+    ax.set_xlim(1 / (span * 6), span * 6)
     ax.set_xlabel(f"{name_a} / {name_b} (log scale; green: {name_a} better, red: {name_a} worse, grey: no direction)")
     ax.grid(True, axis="x", alpha=0.25)
     ax.set_title("Largest metric changes", fontsize=11, loc="left")
     return fig
+
+
+def ratio_text(x: float) -> str:
+    """+25% / -60% near 1; beyond 10x either way as a factor, never rounded to 0.00x."""
+    if x >= 10:
+        return f"{x:.3g}x"
+    if x <= 0.1:
+        return f"1/{1 / x:.3g}"
+    return f"{(x - 1) * 100:+.0f}%"
 
 
 @dataclass

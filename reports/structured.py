@@ -9,8 +9,10 @@ from typing import Any
 
 from kernelscope import __version__
 from kernelscope.profiler.compare import Comparison, MetricReading
+from kernelscope.profiler.names import short_name
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.sources import SHOW_SCHEMA, SHOW_SCHEMA_VERSION
+from kernelscope.profiler.units import kernel_label
 
 DIFF_SCHEMA = "kernelscope.diff"
 DIFF_SCHEMA_VERSION = 1
@@ -22,6 +24,7 @@ def identity(p: KernelProfile) -> dict[str, Any]:
         "index": p.index,
         "kind": p.kind,
         "name": p.name,
+        "short_name": p.name if p.kind == "nvtx-range" else short_name(p.name, p.demangled_name),
         "demangled_name": p.demangled_name,
         "launches": p.launches,
         "grid": list(p.grid) if p.grid else None,
@@ -126,7 +129,7 @@ def show_csv(entries: list[tuple[KernelProfile, dict[str, list[MetricReading]]]]
     for profile, views in entries:
         for view, rs in views.items():
             for r in rs:
-                w.writerow([profile.index, profile.name, view, r.definition.id, r.definition.label, "" if r.value is None else r.value, r.definition.unit])
+                w.writerow([profile.index, kernel_label(profile), view, r.definition.id, r.definition.label, "" if r.value is None else r.value, r.definition.unit])
     return out.getvalue()
 
 

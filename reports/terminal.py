@@ -12,10 +12,12 @@ from rich.text import Text
 from kernelscope.profiler.compare import Comparison, MetricReading
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.units import (
+    FULL_NAMES,
     format_change,
     format_relative,
     format_share,
     format_value,
+    kernel_label,
     launch_shape,
 )
 
@@ -56,8 +58,8 @@ def session_line(p: KernelProfile) -> str:
 
 def print_show(console: Console, entries: list[tuple[KernelProfile, dict[str, list[MetricReading]]]], view_titles: dict[str, str]) -> None:
     for profile, views in entries:
-        console.print(Text(f"[{profile.index}] {profile.name}", style="bold cyan"))
-        if profile.demangled_name and profile.demangled_name != profile.name:
+        console.print(Text(f"[{profile.index}] {kernel_label(profile)}", style="bold cyan"), overflow="fold")
+        if FULL_NAMES.get() and profile.demangled_name and profile.demangled_name != profile.name:
             console.print(Text(f"    {profile.demangled_name}", style="dim"), overflow="fold")
         console.print(f"    {describe(profile)}")
         console.print(f"    {session_line(profile)}", style="dim")
@@ -88,24 +90,45 @@ SUMMARY_METRICS = {
 }
 
 
+# Columns of the summary, most dispensable first: what goes when the terminal is narrow.
+_SUMMARY_DROP_ORDER = ("Block", "Instructions", "Grid", "Mem %", "Regs", "SM %")
+_KERNEL_MIN, _KERNEL_MAX = 16, 48
+
+
 def print_summary(console: Console, rows: list[tuple[KernelProfile, list[MetricReading]]]) -> None:
-    """One line per kernel: the overview for reports with many launches."""
+    """One line per kernel: the overview for reports with many launches. Columns are chosen by
+    the terminal's width: a column is left out whole rather than every number squeezed to '…'."""
+    headers = ["#", "Kernel", "Grid", "Block"] + [SUMMARY_METRICS.get(r.definition.id, r.definition.label)
+                                                  for r in (rows[0][1] if rows else [])]
+    cells = [[str(p.index), kernel_label(p), launch_shape(p.grid), launch_shape(p.block),
+              *(format_value(r.value, r.definition.unit) for r in rs)] for p, rs in rows]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(headers)]
+    kernel_width = min(widths[1], _KERNEL_MAX)
+
+    def needed(keep: list[int]) -> int:   # rich puts " │ " (3 columns) between cells
+        return sum(_KERNEL_MIN if i == 1 else widths[i] for i in keep) + 3 * (len(keep) - 1)
+
+    keep = list(range(len(headers)))
+    dropped = []
+    for name in _SUMMARY_DROP_ORDER:
+        if needed(keep) <= console.width or name not in headers:
+            continue
+        keep.remove(headers.index(name))
+        dropped.append(name)
+    spare = console.width - needed(keep)
+    kernel_width = max(_KERNEL_MIN, min(kernel_width, _KERNEL_MIN + spare))
     table = Table(title=f"{len(rows)} kernels", title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("#", justify="right")
-    table.add_column("Kernel", overflow="ellipsis", max_width=48, no_wrap=True)
-    table.add_column("Grid")
-    table.add_column("Block")
-    for r in rows[0][1] if rows else []:
-        table.add_column(SUMMARY_METRICS.get(r.definition.id, r.definition.label), justify="right")
-    for profile, rs in rows:
-        table.add_row(
-            str(profile.index),
-            profile.name,
-            launch_shape(profile.grid),
-            launch_shape(profile.block),
-            *(format_value(r.value, r.definition.unit) for r in rs),
-        )
+    for i in keep:
+        if i == 1:
+            table.add_column("Kernel", overflow="ellipsis", width=kernel_width, no_wrap=True)
+        else:
+            table.add_column(headers[i], justify="left" if i in (2, 3) else "right", no_wrap=True)
+    for row in cells:
+        table.add_row(*(row[i] for i in keep))
     console.print(table)
+    if dropped:
+        console.print(Text(f"left out at {console.width} columns: {', '.join(dropped)} "
+                           "(a wider terminal, or --format csv, shows them)", style="dim"))
 
 
 def print_top_opcodes(console: Console, profile: KernelProfile, top: int = 12) -> None:
@@ -116,7 +139,7 @@ def print_top_opcodes(console: Console, profile: KernelProfile, top: int = 12) -
     table.add_column("Opcode")
     table.add_column("In binary" if static else "Executed", justify="right")
     table.add_column("Share", justify="right")
-    for op, count in sorted(profile.instruction_mix.items(), key=lambda kv: kv[1], reverse=True)[:top]:
+    for op, count in sorted(profile.instruction_mix.items(), key=lambda kv: (-kv[1], kv[0]))[:top]:
         table.add_row(op, format_value(count, "inst"), format_share(count / total))
     console.print(table)
 
@@ -127,10 +150,10 @@ _BETTER_STYLE = {"a": ("A", "green"), "b": ("B", "red"), "same": ("=", "dim")}
 def print_comparison(comparison: Comparison, console: Console | None = None) -> None:
     console = console or make_console()
     a, b = comparison.a, comparison.b
-    console.print(Text("A ", style="bold") + Text(f"{a.name}", style="bold cyan") + Text(f"  [{a.index}] {a.source}", style="dim"))
+    console.print(Text("A ", style="bold") + Text(kernel_label(a), style="bold cyan") + Text(f"  [{a.index}] {a.source}", style="dim"))
     console.print(f"  {describe(a)}")
     console.print(f"  {session_line(a)}", style="dim")
-    console.print(Text("B ", style="bold") + Text(f"{b.name}", style="bold magenta") + Text(f"  [{b.index}] {b.source}", style="dim"))
+    console.print(Text("B ", style="bold") + Text(kernel_label(b), style="bold magenta") + Text(f"  [{b.index}] {b.source}", style="dim"))
     console.print(f"  {describe(b)}")
     console.print(f"  {session_line(b)}", style="dim")
     for warning in comparability_warnings(a, b):

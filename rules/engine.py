@@ -132,7 +132,10 @@ def evaluate_rules(
         try:
             outcome = scope.evaluate(rule.condition)
         except (TypeError, ValueError, OverflowError) as e:
-            raise UserError(f"{rule.file}: rule {rule.id!r}: field 'condition': cannot be evaluated ({e})") from None
+            # Rule files are checked when loaded; what fails here is a value of the input.
+            sources = ", ".join(sorted({p.source for p in profiles.values() if p is not None}))
+            raise UserError(f"{sources}: rule {rule.id!r} cannot be evaluated on these values ({e}); "
+                            "is every metric it reads a number?") from None
         if outcome is None:
             not_evaluated[rule.id] = list(scope.missing)
         elif outcome:

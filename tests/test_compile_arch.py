@@ -101,6 +101,8 @@ def test_load_treats_an_entry_of_another_arch_as_a_miss(tmp_path, cubins):
     (stored,) = (tmp_path / "compile").glob("*/*/kernel.cubin")
     stored.write_bytes(cubins["sm_100a"])
     assert cache.load(key) is None
+    assert not stored.exists()          # a bad entry is discarded, so the next compile stores a good one
+    assert cache.store(key, cubins["sm_90a"], {"kernel": "k"}) and cache.load(key) is not None
     stored.write_bytes(b"not a cubin")
     assert cache.load(key) is None
 

@@ -6,7 +6,6 @@ A FAKE `ncu` (a small shell script) stands in for Nsight Compute to drive the er
 import json
 import os
 import stat
-import subprocess
 import sys
 
 import pytest
@@ -144,8 +143,16 @@ def test_nothing_captured_and_kept_report(tmp_path):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    """The command in this process (click's runner): a new interpreter per case cost ~15 s each."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from kernelscope.cli.main import _register, cli
+
+    _register()
+    result = CliRunner().invoke(cli, list(args), env=env)
+    return SimpleNamespace(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU message")

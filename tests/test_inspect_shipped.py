@@ -2,8 +2,9 @@
 SASS holds the opcodes its design declares (KernelSpec.expected_sass).
 
 Parametrised from the registry, so a kernel is covered as soon as it is registered.
-Each case runs `kernelscope inspect` in a fresh process with an empty compile cache,
-so the compile really happens (and the DSL's target is chosen before it is imported).
+Each case runs `kernelscope inspect` in a fresh process (the DSL's target is chosen before
+it is imported) with the suite's compile cache, which CI starts empty: a kernel is compiled
+once per run and shared with the static gate and the README's commands.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def test_shipped_kernel_inspects(name, arch, tmp_path):
     if arch is None:
         registry.resolve(name)  # raises with the reason
         pytest.fail(f"{name} names no architecture")
-    env = dict(os.environ, KERNELSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    # The suite's compile cache (KERNELSCOPE_CACHE_DIR, fresh per CI run): the static gate and
+    # the README's commands compile the same kernels, and a compile is 5-25 s.
+    env = dict(os.environ)
     env.pop("CUTE_DSL_ARCH", None)
     env.pop("CUTE_DSL_DUMP_DIR", None)
     result = subprocess.run(
@@ -45,7 +48,6 @@ def test_shipped_kernel_inspects(name, arch, tmp_path):
         capture_output=True, text=True, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["inspect"]["from_cache"] is False
     assert doc["inspect"]["expected_sass_missing"] == []
     assert doc["kernels"], "the compile produced no kernel"
     # cuobjdump on the cubin inspect saved, read here independently of kernelscope.
@@ -67,4 +69,4 @@ def test_shipped_kernel_inspects(name, arch, tmp_path):
         assert metrics["static__sass_instructions"] > 0
         assert sum(profile["instruction_mix"].values()) == metrics["static__sass_instructions"]
     # Nothing written into the working directory by the DSL.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "sass"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sass"]

@@ -85,8 +85,10 @@ def test_a_case_missing_from_the_baseline_warns_and_passes(pytester):
     base.write_text(json.dumps({"schema": "kernelscope.baseline", "schema_version": 1, "kind": "gpu",
                                 "environment": {}, "cases": [{"id": "another"}]}))
     result = _run(pytester, "slow", f"--ks-baseline={base}")
-    result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.fnmatch_lines(["*has no case 'my_kernel/4096'*"])
+    # Other installed plugins may add warnings of their own (pytest-benchmark does under
+    # xdist): what matters is that this one is among them and the test still passes.
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*UserWarning: kernelscope:*has no case 'my_kernel/4096': not judged*"])
 
 
 def test_an_unreadable_baseline_is_a_usage_error(pytester):

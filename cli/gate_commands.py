@@ -82,7 +82,13 @@ def baseline():
 @click.option("--keep-reports", default=None, metavar="DIR", help="Keep the ncu reports of cases that ask for a profile.")
 @click.option("--no-cache", is_flag=True, help="Compile even when the compile cache holds a case.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-def baseline_save(suite_path, report_path, output, force, static_only, keep_reports, no_cache, quiet):
+@click.option("--gpus", default=None, metavar="all|0,1,...",
+              help="Spread the cases over these GPUs of this host (a local Dask cluster).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run the cases on this Dask scheduler's GPU workers (default: $DASK_SCHEDULER_ADDRESS).")
+@click.option("--workers-per-gpu", default=2, show_default=True, help="With --gpus: worker processes per GPU.")
+def baseline_save(suite_path, report_path, output, force, static_only, keep_reports, no_cache, quiet, gpus,
+                  scheduler, workers_per_gpu):
     """Run the suite and write a baseline: per case the timing samples, the ncu counters (when
     the suite asks), the compile-only facts and the environment. Written atomically; an
     existing file is replaced only with --force."""
@@ -91,8 +97,17 @@ def baseline_save(suite_path, report_path, output, force, static_only, keep_repo
     check_output_file(output, force, "baseline")
     if report_path and suite_path:
         raise UserError("give --suite or --report, not both")
-    result = measure_baseline(suite=suite_path, report=report_path, static_only=static_only, use_cache=not no_cache,
-                              keep_reports=keep_reports, progress=_progress(quiet))
+    if not report_path and (gpus or scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")):
+        from kernelscope.api.gating import find_suite
+        from kernelscope.api.measurements import Baseline
+        from kernelscope.gate.suite import load_suite
+
+        suite = load_suite(find_suite(suite_path or (DEFAULT_STATIC_SUITE if static_only else DEFAULT_GPU_SUITE)))
+        result = Baseline(_save_distributed(suite, output, static_only, no_cache, keep_reports, quiet, gpus, scheduler,
+                                            workers_per_gpu))
+    else:
+        result = measure_baseline(suite=suite_path, report=report_path, static_only=static_only,
+                                  use_cache=not no_cache, keep_reports=keep_reports, progress=_progress(quiet))
     doc = result.to_dict()
     path = result.save(output, force=force)
     gpu = (doc["environment"].get("gpu") or {}).get("name")
@@ -102,6 +117,23 @@ def baseline_save(suite_path, report_path, output, force, static_only, keep_repo
     if wrong:
         click.echo(f"kernelscope: warning: wrong output in {', '.join(wrong)}: the gate fails these until fixed",
                    err=True)
+
+
+def _save_distributed(suite, output, static_only, no_cache, keep_reports, quiet, gpus, scheduler, workers_per_gpu):
+    from kernelscope.gate.distributed import run_suite_on
+    from kernelscope.profiler.executors import make_executor
+
+    if static_only or suite.static_only:
+        raise UserError("--gpus and --scheduler spread GPU measurements; a compile-only suite runs here")
+    executor = make_executor(gpus, scheduler, workers_per_gpu)
+    try:
+        if not quiet:
+            click.echo(f"kernelscope: {len(suite.cases)} cases on {executor.describe()}", err=True)
+        return run_suite_on(executor, suite, output=output, use_cache=not no_cache,
+                            keep_reports=os.path.abspath(keep_reports) if keep_reports else None,
+                            progress=None if quiet else (lambda m: click.echo(f"kernelscope: measured {m}", err=True)))
+    finally:
+        executor.close()
 
 
 # ----------------------------------------------------------------------------- gate

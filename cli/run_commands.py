@@ -17,7 +17,6 @@ import click
 from kernelscope.api.measuring import reference_name, require_gpu
 from kernelscope.cli.output_files import atomic_path, check_output_file, check_output_folder, force_option
 from kernelscope.errors import UserError
-from kernelscope.reports.run_output import fmt as _fmt
 from kernelscope.reports.run_output import print_run as _print_run
 
 
@@ -256,10 +255,42 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, sections, metrics, laun
 
 # --- sweep ------------------------------------------------------------------------------------
 
+def profile_point(plan, point) -> dict:
+    """ncu of one sweep point (the quick set) and its key metrics; runs where the point runs."""
+    from kernelscope.kernels import registry
+    from kernelscope.reports import profile_view
+
+    spec = registry.resolve(plan.target)
+    path = os.path.join(plan.report_dir, f"{spec.name}-point{point.index}.ncu-rep")
+    try:
+        # A sweep reads summary metrics only: no line information, no per-instruction section.
+        run = profile_once(spec, plan.target, None, point.shape, plan.dtype, point.config, path, "quick",
+                           "none", "all", plan.seed, plan.arch, line_info=False, source_counters=False)
+        return dict(profile_view.key_metrics_in_fresh_process(run.report_path), report=run.report_path)
+    except UserError as e:
+        return {"error": str(e)}
+
+
+def _sweep_journal_path(json_path: str | None, name: str) -> str:
+    """Beside --json (a rerun then asks for --resume); else a new file named by the time."""
+    if json_path:
+        return os.path.splitext(json_path)[0] + ".jsonl"
+    import time
+
+    return f"kernelscope-sweep-{name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+
+
+def _absolute_target(target: str) -> str:
+    """A `file.py:NAME` target as an absolute path, so workers elsewhere resolve the same file."""
+    path, sep, name = target.rpartition(":")
+    return f"{os.path.abspath(path)}:{name}" if sep and path.endswith(".py") and os.path.isfile(path) else target
+
+
 @click.command("sweep")
 @click.argument("target")
 @click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@_one_shape_option
+@click.option("--shape", "shapes", multiple=True,
+              help="NAME=SIZE,... (repeatable: every config at every shape; default: the target's first).")
 @click.option("--dtype", default=None)
 @click.option("--config", "configs", multiple=True,
               help="KEY=V1,V2,... e.g. threads=128,256,vec=4,8 (repeatable); every combination is tried. "
@@ -270,87 +301,69 @@ def profile_cmd(target, vs, shape, dtype, configs, sets, sections, metrics, laun
 @click.option("--arch", default="sm_90a", show_default=True)
 @click.option("--rep-ms", default=100.0, show_default=True)
 @click.option("--fresh-inputs", is_flag=True, help="New input values before every launch (outside the timed events).")
-@click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False))
+@click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False), help="Write the merged sweep JSON.")
+@click.option("--gpus", default=None, metavar="all|0,1,...",
+              help="Spread the points over these GPUs of this host (a local Dask cluster).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Submit the points to this Dask scheduler (default: $DASK_SCHEDULER_ADDRESS).")
+@click.option("--workers-per-gpu", default=2, show_default=True,
+              help="With --gpus: worker processes per GPU (one compiles while another times).")
+@click.option("--journal", "journal_path", default=None, type=click.Path(dir_okay=False),
+              help="The JSON Lines file every finished point is appended to (default: beside --json).")
+@click.option("--resume", "resume_path", default=None, type=click.Path(dir_okay=False),
+              help="Continue the sweep of this journal: its finished points are skipped.")
 @force_option
-def sweep_cmd(target, vs, shape, dtype, configs, with_profile, report_dir, seed, arch, rep_ms, fresh_inputs, json_path,
-              force):
-    """Time every combination of config values; invalid ones are listed, not fatal."""
-    from rich.table import Table
-
-    from kernelscope.profiler import measure
-    from kernelscope.profiler.assignments import format_config, format_shape
-    from kernelscope.reports import profile_view
+def sweep_cmd(target, vs, shapes, dtype, configs, with_profile, report_dir, seed, arch, rep_ms, fresh_inputs, json_path,
+              gpus, scheduler, workers_per_gpu, journal_path, resume_path, force):
+    """Time every combination of config values; invalid ones are listed, not fatal. Every finished
+    point is journaled at once; exit 130 on Ctrl-C with what finished kept."""
+    from kernelscope.profiler import measure, sweep_runner
+    from kernelscope.profiler.executors import make_executor
+    from kernelscope.profiler.sweep_journal import Journal
+    from kernelscope.reports.progress import SweepProgressView
+    from kernelscope.reports.sweep_view import print_sweep
     from kernelscope.reports.terminal import make_console
 
-    spec, shape_list, dtype, space = _spec_and_shapes(target, (shape,) if shape else (), dtype, configs, several=True)
+    spec, shape_list, dtype, space = _spec_and_shapes(target, shapes, dtype, configs, several=True)
     space = space or dict(spec.config_space)
     if not space:
         raise UserError(f"{spec.name} declares no config space: pass --config KEY=V1,V2")
+    if journal_path and resume_path and journal_path != resume_path:
+        raise UserError("--journal and --resume name different files: the resumed journal is appended to")
     ref = reference_name(spec, vs)
     check_output_file(json_path, force, "JSON results")
     if with_profile:
         check_output_folder(report_dir, "sweep's reports")
-    require_gpu("sweep")
-    combos = measure.combinations(space, spec.default_config)
+    if not (gpus or scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")):
+        require_gpu("sweep")
+    plan = sweep_runner.SweepPlan(target=_absolute_target(target), reference=ref, dtype=dtype, arch=arch, seed=seed,
+                                  rep_ms=rep_ms, profile=with_profile, report_dir=os.path.abspath(report_dir),
+                                  fresh_inputs=fresh_inputs)
+    points = sweep_runner.plan_points(shape_list, measure.combinations(space, spec.default_config))
+    journal = Journal.start(resume_path or journal_path or _sweep_journal_path(json_path, spec.name),
+                            plan.header(shape_list), resume=resume_path is not None)
     console = make_console()
-    console.print(f"sweeping {len(combos)} config(s) of {spec.name} at {format_shape(shape_list[0])} {dtype}")
-    fl, nb = float(spec.flops(shape_list[0])), float(spec.bytes_moved(shape_list[0], dtype))
-    peaks = measure.measure_peaks(need_matmul=nb > 0 and fl / nb >= measure.COMPUTE_BOUND_INTENSITY)
-    result = measure.sweep(spec, ref, shape_list[0], dtype, combos, seed=seed, arch=arch,
-                           timer_kwargs={"rep_ms": rep_ms}, peaks=peaks, fresh_inputs=fresh_inputs,
-                           on_row=lambda r: console.print(f"  {format_config(r.config)}: {r.status}", style="dim"))
-    if with_profile:
-        for i, row in enumerate(result.rows):
-            if row.status != "ok":
-                continue
-            path = os.path.join(report_dir, f"{spec.name}-config{i}.ncu-rep")
-            try:
-                _checked_report_path(path, force)
-                # The sweep reads summary metrics only: no per-instruction section.
-                run = profile_once(spec, target, None, shape_list[0], dtype, row.config, path, "quick",
-                                   "none", "all", seed, arch, line_info=False, source_counters=False)
-                row.metrics = profile_view.key_metrics_in_fresh_process(run.report_path)
-                row.metrics["report"] = run.report_path
-                _cross_check_row(row, peaks)
-            except UserError as e:
-                row.metrics = {"error": str(e)}
-    table = Table(title=f"{spec.name} sweep (fastest first; speed vs {ref or 'n/a'}: reference time / config time)",
-                  title_justify="left", show_edge=False)
-    keys = list(space)
-    for k in keys:
-        table.add_column(k)
-    for col in ("status", "median ms", "IQR ms", "speed vs ref"):
-        table.add_column(col, justify="right")
-    if with_profile:
-        for _, label in profile_view.KEY_METRICS:
-            table.add_column(label, justify="right")
-    table.add_column("note")
-    for row in result.sorted_rows():
-        cells = [format_config({k: row.config.get(k)}).split("=", 1)[1] for k in keys]
-        pct = result.speed_vs_reference(row)
-        cells += [row.status, _fmt(row.timing.median_ms if row.timing else None, ".4f"),
-                  _fmt(row.timing.iqr_ms if row.timing else None, ".4f"), _fmt(pct, ".1f", "%")]
-        if with_profile:
-            cells += [("n/a" if row.metrics.get(key) is None else f"{row.metrics[key]:.4g}"
-                       if isinstance(row.metrics.get(key), (int, float)) else str(row.metrics.get(key)))
-                      for key, _ in profile_view.KEY_METRICS]
-        cells.append(row.message or str(row.metrics.get("error", "")))
-        table.add_row(*cells)
-    console.print(table)
-    if result.reference_timing is not None:
-        console.print(f"  reference {ref}: median {result.reference_timing.median_ms:.4f} ms", style="dim")
+    executor = make_executor(gpus, scheduler, workers_per_gpu)
+    try:
+        console.print(f"sweeping {len(points)} point(s) of {spec.name} ({dtype}) on {executor.describe()}; "
+                      f"journal {journal.path}")
+        view = SweepProgressView(console, len(points))
+        outcome = sweep_runner.run_sweep(plan, points, executor, journal, on_progress=view.update,
+                                         profile_fn=profile_point if with_profile else None)
+        view.close(outcome.progress)
+    finally:
+        executor.close()
+    print_sweep(console, outcome.document, list(space), with_profile)
     if json_path:
-        _write_json(json_path, result.to_dict(), force)
-
-
-def _cross_check_row(row, peaks) -> None:
-    """The row's events against ncu's clock and counters of the same config."""
-    from kernelscope.cli.cross_check import dram_bytes, duration_ms
-    from kernelscope.profiler.checked_timing import profile_checks
-
-    profile_checks(row.timing, duration_ms(row.metrics.get("gpu__time_duration.sum"), "ns"), dram_bytes(row.metrics), peaks)
-    if row.timing.checks.suspect:
-        row.status, row.message = "suspect", row.timing.checks.summary()
+        try:
+            _write_json(json_path, outcome.document, force)
+        except OSError as e:
+            raise UserError(f"cannot write {json_path}: {e.strerror or e} (the journal {journal.path} holds "
+                            "every finished point)") from None
+    if outcome.interrupted:
+        click.echo(f"kernelscope: interrupted: {outcome.progress.done + outcome.progress.skipped} of {len(points)} "
+                   f"points finished, kept in {journal.path}; continue with --resume {journal.path}", err=True)
+        raise SystemExit(130)
 
 
 def register(group) -> None:

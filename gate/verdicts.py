@@ -359,10 +359,12 @@ def gate(baseline: Mapping[str, Any], current: Mapping[str, Any], policy: Policy
             verdict.metrics.append(MetricVerdict(case=cid, family="case", metric="*", verdict=INCONCLUSIVE,
                                                  reason="in the baseline but not in this run"))
             continue
+        other_model = _device_model_differs(b, c)
         if CORRECTNESS in judged:
             verdict.metrics += _judge_correctness(cid, b.get("correctness"), c.get("correctness"))
         if TIMING in judged and (b.get(TIMING) is not None or c.get(TIMING) is not None):
-            verdict.metrics += _judge_timings(cid, b.get(TIMING), c.get(TIMING), policy, incomparable.get(TIMING))
+            verdict.metrics += _judge_timings(cid, b.get(TIMING), c.get(TIMING), policy,
+                                              incomparable.get(TIMING) or other_model)
             code = apply_to_timings(b, c, verdict.metrics)
             if code is not None:
                 verdict.metrics.append(MetricVerdict(case=cid, family="code", metric="identity", verdict=PASS,
@@ -371,13 +373,23 @@ def gate(baseline: Mapping[str, Any], current: Mapping[str, Any], policy: Policy
             if family not in judged:
                 continue
             verdict.metrics += _judge_kernels(cid, family, _kernel_entries(b, family), _kernel_entries(c, family),
-                                              policy, catalog, incomparable.get(family))
+                                              policy, catalog, incomparable.get(family)
+                                              or (other_model if family == COUNTERS else None))
         if policy.trade_for_speed:
             _accept_trades(verdict.metrics)
     if mode == "report":
         results = [r for r in results if r.metrics]
     return GateResult(cases=results, environment_differences=diffs, baseline_environment=base_env,
                       current_environment=cur_env, accept_inconclusive=policy.accept_inconclusive, mode=mode)
+
+
+def _device_model_differs(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str | None:
+    """A case measured on one GPU model in the baseline and another now (cases spread over
+    several GPUs record their device each) is not comparable, whatever the environments say."""
+    a, b = (base.get("device") or {}).get("name"), (cur.get("device") or {}).get("name")
+    if a and b and a != b:
+        return f"measured on {a} in the baseline and on {b} now"
+    return None
 
 
 def _accept_trades(metrics: list[MetricVerdict]) -> None:

@@ -284,18 +284,24 @@ def gate_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
 # ============================================================================ sweep
 
 def sweep_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
+    from kernelscope.reports.sweep_view import device_index, device_notes, row_labels
+
     rows = doc.get("rows") or []
     ref = doc.get("reference")
     ref_timing = doc.get("reference_timing") or None
-    shape = ", ".join(f"{k}={v}" for k, v in (doc.get("shape") or {}).items())
+    shapes = list(dict.fromkeys(", ".join(f"{k}={v}" for k, v in (s or {}).items())
+                                for s in (doc.get("shapes") or [doc.get("shape")])))
+    devices = doc.get("devices") or []
     page = Page(title=title or f"Sweep of {doc.get('target')}",
-                subtitle=f"Shape {shape or 'n/a'}, {doc.get('dtype') or 'dtype n/a'}; reference {ref or 'none'}"
-                         + (f" at median {ref_timing['median_ms']:.4f} ms." if ref_timing else "."))
-    keys = _varying_keys([r.get("config") or {} for r in rows])
-    with_pct = ref_timing is not None and any(is_number(r.get("speed_vs_reference_pct")) for r in rows)
+                subtitle=f"Shape {'; '.join(s for s in shapes if s) or 'n/a'}, {doc.get('dtype') or 'dtype n/a'}; "
+                         f"reference {ref or 'none'}" + (f" at median {ref_timing['median_ms']:.4f} ms." if ref_timing else "."))
+    labelled = row_labels(rows)           # the shape joins the config when the sweep has several
+    keys = _varying_keys(labelled)
+    # Each row's percentage is against the reference timed on its own GPU, so rows may share a plot.
+    with_pct = any(is_number(r.get("speed_vs_reference_pct")) for r in rows)
     bars = []
-    for r in rows:
-        label = _config_label(r.get("config") or {}, keys)
+    for r, cfg in zip(rows, labelled):
+        label = _config_label(cfg, keys) + (f" on {(r.get('device') or {}).get('name')}" if doc.get("mixed_device_models") else "")
         if with_pct and is_number(r.get("speed_vs_reference_pct")):
             bars.append(plots.SweepBar(label, float(r["speed_vs_reference_pct"])))
         elif not with_pct and r.get("timing"):
@@ -303,26 +309,29 @@ def sweep_page(doc: dict[str, Any], *, title: str | None = None) -> Page:
     if bars:
         bars.sort(key=lambda b: (-b.value if with_pct else b.value, b.label))
         caption = ("Speed of each valid config as a percentage of the reference's (reference median time / config "
-                   "median time, CUDA events); 100% is as fast as the reference." if with_pct
+                   "median time, CUDA events, both on the same GPU); 100% is as fast as the reference." if with_pct
                    else "Median time per launch of each valid config (no reference was timed).")
         page.plots.append(Plot("sweep", "Configs against the reference",
                                plots.sweep_figure(bars, percent_of_reference=with_pct, reference=ref), caption))
     else:
         page.notes.append("No sweep plot: no config was timed.")
+    page.notes += device_notes(doc)
     metric_keys = sorted({k for r in rows for k in (r.get("metrics") or {}) if k not in ("report", "error")})
     head = "".join(f"<th>{escape(k)}</th>" for k in keys) + "<th>status</th><th>median ms</th><th>IQR ms</th><th>% of reference</th>"
-    head += "".join(f"<th>{escape(k)}</th>" for k in metric_keys) + "<th>note</th>"
+    head += ("<th>device</th>" if len(devices) > 1 else "") + "".join(f"<th>{escape(k)}</th>" for k in metric_keys) + "<th>note</th>"
     body = []
-    for r in rows:
-        cfg = r.get("config") or {}
+    for r, cfg in zip(rows, labelled):
         t = r.get("timing") or {}
         pct = r.get("speed_vs_reference_pct")
         cells = "".join(f"<td>{escape(plain(cfg.get(k)))}</td>" for k in keys)
         cells += (f"<td class=\"s-{escape(r.get('status'))}\">{escape(r.get('status'))}</td>"
                   f"<td class=\"num\">{escape(number(t.get('median_ms'), '.4f'))}</td><td class=\"num\">{escape(number(t.get('iqr_ms'), '.4f'))}</td>"
                   f"<td class=\"num\">{escape(number(pct, '.1f', '%'))}</td>")
+        cells += f"<td>{escape(device_index(r, devices))}</td>" if len(devices) > 1 else ""
         cells += "".join(f"<td class=\"num\">{escape(plain((r.get('metrics') or {}).get(k)))}</td>" for k in metric_keys)
         note = r.get("message") or (r.get("metrics") or {}).get("error") or ""
+        if r.get("retries") and r.get("status") != "failed":
+            note = (note + "; " if note else "") + f"retried after: {r['retries'][0]}"
         body.append(f"<tr>{cells}<td>{escape(note)}</td></tr>")
     page.blocks.append(("Configs", f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"))
     return page

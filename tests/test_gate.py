@@ -311,3 +311,21 @@ def test_a_catalog_that_does_not_load_stops_the_gate(monkeypatch):
         g.gate(_doc(), _doc())
     monkeypatch.undo()
     assert gate_policy.catalog_directions()["launch__registers_per_thread"] == "lower"
+
+
+def test_a_case_measured_on_another_gpu_model_is_inconclusive_even_in_one_environment():
+    # A baseline saved over several GPUs records each case's device; same environment facts
+    # (a host with two models reports "mixed" on both sides) must not hide it.
+    base, cur = _doc(), _doc(target_ms=0.2, seed=4)
+    for doc in (base, cur):
+        doc["environment"]["gpu"] = {"name": "mixed: NVIDIA H100 80GB HBM3, NVIDIA H200"}
+    base["cases"][0]["device"] = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-a"}
+    cur["cases"][0]["device"] = {"name": "NVIDIA H200", "uuid": "GPU-b"}
+    result = g.gate(base, cur)
+    t = _verdict(result, "timing", "target")
+    assert t.verdict == g.INCONCLUSIVE and "measured on NVIDIA H100 80GB HBM3 in the baseline" in t.reason
+    assert "would be REGRESSION" in t.reason
+    assert result.exit_code == g.EXIT_INCONCLUSIVE
+    # Same model, another card of it: comparable.
+    cur["cases"][0]["device"] = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-c"}
+    assert _verdict(g.gate(base, cur), "timing", "target").verdict == g.REGRESSION

@@ -5,6 +5,7 @@ the serial, local-cluster and existing-cluster paths giving the same merged JSON
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -249,3 +250,14 @@ def test_ctrl_c_on_the_command_exits_130_keeping_the_journal_and_the_merged_json
     header, records = sweep_journal.read(str(journal))
     assert records and len(doc["rows"]) == len({r["key"] for r in records})
     assert header["target"].endswith("tests/examples/my_scale.py:SPEC")
+
+
+@pytest.mark.slow
+def test_local_workers_share_the_host_cores_instead_of_each_taking_all(dask_available, monkeypatch):
+    monkeypatch.setattr(executors.os, "cpu_count", lambda: 16)
+    executor = executors.DaskExecutor.local(["0", "1"], workers_per_gpu=2)
+    try:
+        seen = executor._client.run(lambda: (os.environ.get("OMP_NUM_THREADS"), os.environ.get("CUDA_VISIBLE_DEVICES")))
+    finally:
+        executor.close()
+    assert sorted(seen.values()) == [("4", "0"), ("4", "0"), ("4", "1"), ("4", "1")]

@@ -43,6 +43,9 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
         rules_not_evaluated=dict(doc.get("rules_not_evaluated") or {}),
     )
     page.lead = _verdict_html(doc.get("verdict"), name_a, name_b)
+    if doc.get("shared"):
+        page.lead += ("<p class=\"dim\">Shared by both (not a difference): "
+                      + escape("; ".join(f"{f.get('title')} [{f.get('rule')}]" for f in doc["shared"])) + "</p>")
     page.blocks.append(("What was compared", _identity_table([a, b], ["A", "B"])))
 
     static = any((side.get("session") or {}).get("tool") == "static" for side in (a, b))
@@ -412,4 +415,8 @@ def _verdict_html(verdict: dict[str, Any] | None, name_a: str, name_b: str) -> s
     if reason:
         share = f" (explains ~{float(reason['explains']) * 100:.0f}% of the gap)" if is_number(reason.get("explains")) else ""
         out += f"<p><b>Main reason:</b> {escape(reason.get('title'))}{escape(share)}</p>"
+    elif verdict.get("unexplained"):
+        # Within noise, or no cause explaining enough of the gap: said, as in the terminal.
+        note = str(verdict["unexplained"])
+        out += f"<p><b>{escape(note[0].upper() + note[1:])}.</b></p>"
     return out

@@ -240,3 +240,15 @@ def test_a_profile_report_is_target_against_reference(fixture_file):
         # The quick section set holds no roofline metrics: said once, not drawn.
         assert any(n.startswith("No roofline: the report holds none") for n in page.notes)
         assert any("correct (max abs error 0.0311)" in n for n in page.notes)
+
+
+def test_a_gap_within_noise_and_the_findings_shared_by_both_are_said_on_the_page(fixture_file):
+    """The page opens as the terminal does: a 1.8% gap between two kernels measured once is noise,
+    and what both kernels share is named as not a difference."""
+    report = fixture_file("h200-gemm-vs-cublas-2048.quick.ncu-rep")
+    fixture_file("h200-gemm-vs-cublas-2048.quick.ncu-rep.kernelscope.json")
+    page = build_page((str(report),))
+    assert "1.8% slower" in page.lead
+    assert "within run-to-run noise" in page.lead and "Main reason" not in page.lead
+    shared = re.search(r"Shared by both \(not a difference\): (.*?)</p>", page.lead)
+    assert shared and "[occupancy-limiter]" in shared.group(1)

@@ -204,6 +204,11 @@ def source_identity(target: str) -> tuple[str, str]:
         if found is None or not found.origin:
             return target, "unlocatable"
         folder = Path(found.origin).parent
+        # A shipped kernel also compiles code shared by the package (kernels/sm90/, the GEMM
+        # problem's default shape, the config classes): hash the whole kernels package.
+        shared = Path(__file__).resolve().parent.parent / "kernels"
+        if folder.resolve().parent == shared:
+            folder = shared
         return target, hash_sources(source_files(folder, recursive=True), folder)
     if ":" in target:
         path, attr = target.rsplit(":", 1)

@@ -1,6 +1,25 @@
-"""Tests marked `gpu` run only where a CUDA GPU is visible; elsewhere (CI) they are skipped."""
+"""Tests marked `gpu` run only where a CUDA GPU is visible; elsewhere (CI) they are skipped.
+
+GPU tiers (README, "GPU tests"): `-m gpu_fast` is the fast tier; `--gpu-part K/N` keeps part K
+of the full tier (every `gpu` test) dealt into N parts (tests/gpu_tiers.py)."""
 
 import pytest
+
+import gpu_tiers
+
+
+def pytest_addoption(parser):
+    parser.addoption("--gpu-part", metavar="K/N", default=None,
+                     help="run only part K of the GPU tests (marker gpu) dealt into N parts")
+
+
+def pytest_configure(config):
+    part = config.getoption("--gpu-part", None)
+    if part is not None:
+        try:
+            gpu_tiers.parse_part(part)
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
 
 
 def _cuda_available() -> bool:
@@ -11,7 +30,14 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    part = config.getoption("--gpu-part", None)
+    if part is not None:
+        k, n = gpu_tiers.parse_part(part)
+        chosen = set(gpu_tiers.deal([i.nodeid for i in items if "gpu" in i.keywords], n)[k - 1])
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in chosen])
+        items[:] = [i for i in items if i.nodeid in chosen]
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")

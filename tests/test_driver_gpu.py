@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from kernelscope.kernels import rmsnorm
+
 pytestmark = pytest.mark.gpu
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "examples", "my_scale.py")
@@ -27,13 +29,12 @@ def _ncu_available():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("config,shape", [
     ({"threads": 256, "vec": 8}, {"M": 1000, "N": 4096}),
-    ({"threads": 128, "vec": 4}, {"M": 37, "N": 2048}),
+    pytest.param({"threads": 128, "vec": 4}, {"M": 37, "N": 2048}, marks=pytest.mark.gpu_fast),
     ({"threads": 1024, "vec": 8}, {"M": 3, "N": 8192}),
 ])
 def test_rmsnorm_is_correct(dtype, config, shape):
     import torch
 
-    from kernelscope.kernels import rmsnorm
     from kernelscope.profiler.measure import check_output
 
     for seed in (0, 1):
@@ -75,7 +76,6 @@ def test_time_callable_sees_work_scale():
 
 def test_run_agrees_with_do_bench():
     triton = pytest.importorskip("triton")
-    from kernelscope.kernels import rmsnorm
     from kernelscope.profiler.timing import time_callable
 
     shape = {"M": 16384, "N": 4096}
@@ -87,7 +87,6 @@ def test_run_agrees_with_do_bench():
 
 
 def test_sweep_reports_invalid_configs_on_gpu():
-    from kernelscope.kernels import rmsnorm
     from kernelscope.profiler import measure
 
     configs = measure.combinations({"threads": [64, 256], "vec": [8]}, rmsnorm.SPEC.default_config)
@@ -98,7 +97,11 @@ def test_sweep_reports_invalid_configs_on_gpu():
     assert result.speed_vs_reference(result.sorted_rows()[0]) > 0
 
 
-@pytest.mark.skipif(not shutil.which("ncu") and not os.path.exists("/usr/local/cuda/bin/ncu"), reason="needs ncu")
+NEEDS_NCU = pytest.mark.skipif(not shutil.which("ncu") and not os.path.exists("/usr/local/cuda/bin/ncu"),
+                               reason="needs ncu")
+
+
+@NEEDS_NCU
 @pytest.mark.parametrize("target,vs", [("rmsnorm", "torch.rmsnorm"), (f"{EXAMPLE}:SPEC", "torch")])
 def test_profile_captures_exactly_the_two_ranges(tmp_path, target, vs):
     out = tmp_path / "p.ncu-rep"
@@ -118,3 +121,27 @@ def test_profile_captures_exactly_the_two_ranges(tmp_path, target, vs):
     assert grouped == ["ks:target", "ks:reference"]
     side = json.load(open(str(out) + ".kernelscope.json"))
     assert side["request"]["clock_control"] == "none" and side["worker_status"]["correct"] is True
+
+
+
+@NEEDS_NCU
+@pytest.mark.gpu_fast
+def test_cli_run_profile_diff_end_to_end(tmp_path):
+    """The everyday commands as a user types them: run checks and times, profile writes a report
+    of both sides, diff reads that report back and says which is faster."""
+    results, report = tmp_path / "run.json", tmp_path / "rms.ncu-rep"
+    shape = ["--shape", "M=2048,N=4096"]
+    out = {}
+    for command in (["run", "rmsnorm", "--vs", "torch.rmsnorm", *shape, "--rep-ms", "50", "--json", str(results)],
+                    ["profile", "rmsnorm", "--vs", "torch.rmsnorm", *shape, "-o", str(report)],
+                    ["diff", str(report)]):
+        r = subprocess.run([sys.executable, "-m", "kernelscope", *command], capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "COLUMNS": "160"})
+        assert r.returncode == 0, f"kernelscope {' '.join(command)} exited {r.returncode}\n{r.stderr[-3000:]}{r.stdout[-3000:]}"
+        out[command[0]] = r.stdout
+    (run,) = json.loads(results.read_text())
+    assert run["target"] == "rmsnorm" and run["target_side"]["correctness"]["ok"] is True
+    assert run["target_side"]["timing"]["median_ms"] > 0 and run["reference_side"]["timing"]["median_ms"] > 0
+    assert report.is_file() and "captured: target 1 launch(es), reference" in out["profile"]
+    assert "RMSNormRows" in out["diff"], out["diff"][:2000]
+    assert " slower than " in out["diff"] or " take the same time " in out["diff"], out["diff"][:2000]

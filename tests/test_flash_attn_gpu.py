@@ -25,6 +25,7 @@ NO_PINGPONG = {"pingpong": False}
 PLAIN = {"intra_wg_overlap": False, "pingpong": False}
 THREE_STAGES = {"num_stages": 3}
 REUSE_THREE_STAGES = {"num_stages": 3, "o_reuses_q": True}    # 3 stages at D=128 need it
+FAST = pytest.mark.gpu_fast     # the fast GPU tier (README, "GPU tests")
 
 
 def run(config, B, H, S, D, causal, dtype="bfloat16", seed=0):
@@ -55,7 +56,8 @@ def check(config, B, H, S, D, causal, dtype="bfloat16", seed=0):
 
 
 # The simplest schedule first: if a launch hangs, the log says which variants ran before it.
-@pytest.mark.parametrize("config", [PLAIN, NO_PINGPONG, NO_OVERLAP], ids=["plain", "no_pingpong", "no_overlap"])
+@pytest.mark.parametrize("config", [pytest.param(PLAIN, id="plain", marks=FAST), pytest.param(NO_PINGPONG, id="no_pingpong"),
+                                    pytest.param(NO_OVERLAP, id="no_overlap")])
 def test_config_flags(config):
     check(config, 4, 8, 1111, 128, True)        # 288 query tiles, odd length, causal
 
@@ -63,7 +65,7 @@ def test_config_flags(config):
 @pytest.mark.parametrize("B,H,S,D,causal", [
     (2, 2, 1024, 64, False),    # (2, 8, 8192, 64) scaled down
     (1, 2, 1024, 128, False),   # (4, 16, 8192, 128)
-    (1, 2, 1024, 128, True),    # (4, 16, 8192, 128) causal
+    pytest.param(1, 2, 1024, 128, True, marks=FAST),    # (4, 16, 8192, 128) causal
     (4, 2, 256, 128, False),    # (16, 16, 2048, 128)
     (1, 1, 2048, 128, False),   # (1, 16, 16384, 128)
     (3, 5, 1000, 64, True),     # odd lengths, odd batch and heads
@@ -71,7 +73,7 @@ def test_config_flags(config):
     (1, 1, 1, 128, True),       # one query, one key
     (1, 2, 129, 64, False),     # one key past a tile
     (4, 8, 1111, 128, True),    # 288 query tiles: persistent CTAs take several
-    (2, 8, 2048, 64, False),    # 256 query tiles
+    pytest.param(2, 8, 2048, 64, False, marks=FAST),    # 256 query tiles; three math warpgroups (tuned)
 ])
 def test_default_config(B, H, S, D, causal):
     check(DEFAULT, B, H, S, D, causal)
@@ -81,7 +83,7 @@ def test_default_config(B, H, S, D, causal):
     ({"qk_mn": (128, 192)}, 2, 8, 2048, 64),     # 2048 keys: 10 full blocks and one of 128
     ({"qk_mn": (128, 192)}, 3, 5, 1000, 64),     # odd length, keys past S in the last block
     ({"qk_mn": (128, 192)}, 1, 2, 129, 64),
-    ({"qk_mn": (128, 192), "num_stages": 3}, 2, 3, 1111, 64),
+    pytest.param({"qk_mn": (128, 192), "num_stages": 3}, 2, 3, 1111, 64, marks=FAST),
     ({"qk_mn": (128, 160)}, 2, 3, 1000, 128),
 ], ids=["192-2048", "192-1000", "192-129", "192-3stages", "160-d128"])
 def test_wide_key_blocks(config, B, H, S, D):

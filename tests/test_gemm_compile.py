@@ -34,7 +34,7 @@ def test_sass_has_design_instructions_and_no_local_memory(config, dtype, stmatri
 
 
 def test_spec_expected_sass_matches_default_build():
-    ck = gemm.GEMM_SPEC.compile(gemm.GEMM_SPEC.default_config, gemm.GEMM_SPEC.default_shapes[1], "bfloat16", "sm_90a")
+    ck = gemm.GEMM_SPEC.compile(gemm.GEMM_SPEC.default_config, gemm.GEMM_SPEC.default_shapes[0], "bfloat16", "sm_90a")
     ops = opcodes(ck.sass)
     assert set(gemm.GEMM_SPEC.expected_sass) <= ops
 

@@ -17,6 +17,8 @@ pytestmark = [
 from gemm_testing import assert_matches_float64_product, launch_spec_default  # noqa: E402
 from kernelscope.kernels import gemm  # noqa: E402
 
+FAST = pytest.mark.gpu_fast     # the fast GPU tier (README, "GPU tests")
+
 # Elementwise tolerance: output rounding (relative) plus a small absolute floor for entries
 # near zero; fp32 output only differs from the reference by summation order.
 _RTOL = {"bfloat16": 2 ** -7, "float16": 2 ** -10, "float32": 1e-4}
@@ -69,13 +71,13 @@ def test_odd_shapes(M, N, K):
     {"cluster": (1, 2)},
     {"cluster": (2, 2)},
     {"tile_n": 128},
-    {"tile_n": 192, "cluster": (1, 2)},
-    {"tile_m": 64, "tile_n": 128, "consumer_wgs": 1},
+    pytest.param({"tile_n": 192, "cluster": (1, 2)}, marks=FAST),
+    pytest.param({"tile_m": 64, "tile_n": 128, "consumer_wgs": 1}, marks=FAST),
     {"tile_m": 64, "tile_n": 256, "consumer_wgs": 1, "cluster": (2, 1)},
-    {"raster": "row", "group": 3},
+    pytest.param({"raster": "row", "group": 3}, marks=FAST),
     {"raster": "column", "group": 1},
     {"stages": 2},
-    {"stages": 3, "epi_n": 64, "epi_stages": 2},
+    pytest.param({"stages": 3, "epi_n": 64, "epi_stages": 2}, marks=FAST),
     {"epi_n": 16},
     {"epi_stages": 1},
     {"epi_stages": 2},

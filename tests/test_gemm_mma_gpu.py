@@ -63,7 +63,12 @@ _CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("config", list(_CONFIGS.values()), ids=list(_CONFIGS))
+# The fast GPU tier (README, "GPU tests"): together they move every knob of the config space.
+_FAST = {"tile128-wk4", "tile256x128", "stages2-wk2-refill2", "morton2"}
+
+
+@pytest.mark.parametrize("config", [pytest.param(c, id=name, marks=[pytest.mark.gpu_fast] if name in _FAST else [])
+                                    for name, c in _CONFIGS.items()])
 def test_configs(config):
     _check(config, 1000, 3000, 1000, seed=7)
 

@@ -19,6 +19,8 @@ pytestmark = [
 from gemm_testing import launch_spec_default  # noqa: E402
 from kernelscope.kernels import gemm_rmsnorm as fused  # noqa: E402
 
+FAST = pytest.mark.gpu_fast     # the fast GPU tier (README, "GPU tests")
+
 # Output rounding (relative, bf16 / fp16) plus the rounding of W' = g * W and of the GEMM's
 # inputs: compared per row against the row's RMS, which rmsnorm makes O(1) for every row.
 _ROW_REL = {"bfloat16": 1e-2, "float16": 2e-3}
@@ -69,9 +71,10 @@ def test_shapes(M, N, K, schedule):
     {"a_buffers": 1},
     {"cluster": (1, 1), "tile_n": 128},
     {"cluster": (1, 2), "raster": "row"},
-    {"pingpong": True, "a_buffers": 1},
-    {"pingpong": True, "cluster": (1, 1), "tile_n": 128},
-    {"pingpong": True, "cluster": (1, 2), "raster": "row"},
+    pytest.param({"group": 1, "stages": 3}, marks=FAST),
+    pytest.param({"pingpong": True, "a_buffers": 1}, marks=FAST),
+    pytest.param({"pingpong": True, "cluster": (1, 1), "tile_n": 128}, marks=FAST),
+    pytest.param({"pingpong": True, "cluster": (1, 2), "raster": "row"}, marks=FAST),
     {"pingpong": True, "cluster": (4, 1), "epi_stages": 2},
 ], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
 def test_configs(config):

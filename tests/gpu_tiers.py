@@ -1,0 +1,73 @@
+"""The GPU test tiers, as collected items: the full tier is every test marked `gpu`, dealt into
+`--gpu-part K/N` parts; the fast tier is the tests also marked `gpu_fast`.
+
+Parts are dealt by test function (all parametrizations of one function land in one part, so
+they share the kernels one process compiles), largest function first to the lightest part. The
+deal depends only on the node ids, never on the machine: parametrizations that embed an
+absolute path fall under the function they belong to.
+
+Which kernels and knobs a test exercises is read from the test itself: the registered kernel
+packages its module imports, and the `config` it is parametrized with.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Mapping, Sequence
+
+PART = re.compile(r"^(\d+)/(\d+)$")
+
+
+def parse_part(text: str) -> tuple[int, int]:
+    """"K/N" -> (K, N) with 1 <= K <= N; ValueError otherwise."""
+    m = PART.match(text.strip())
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"--gpu-part takes K/N with 1 <= K <= N (e.g. 2/3), got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def function_of(nodeid: str) -> str:
+    """tests/test_x.py::test_f[param] -> tests/test_x.py::test_f"""
+    return nodeid.split("[", 1)[0]
+
+
+def deal(nodeids: Sequence[str], parts: int) -> list[list[str]]:
+    """The node ids split into `parts` lists: whole test functions, the one with most tests first,
+    each to the part holding fewest tests so far (ties: the lower part, the earlier name)."""
+    groups: dict[str, list[str]] = {}
+    for nodeid in nodeids:
+        groups.setdefault(function_of(nodeid), []).append(nodeid)
+    dealt: list[list[str]] = [[] for _ in range(parts)]
+    for name in sorted(groups, key=lambda g: (-len(groups[g]), g)):
+        lightest = min(range(parts), key=lambda i: (len(dealt[i]), i))
+        dealt[lightest] += groups[name]
+    return dealt
+
+
+def kernels_imported(module: types.ModuleType | None) -> set[str]:
+    """Registered kernels whose package the test module imports at top level."""
+    from kernelscope.kernels import registry
+
+    packages = {registry.REGISTERED[name].split(":", 1)[0]: name for name in registry.names()}
+    return {packages[v.__name__] for v in vars(module or types.ModuleType("none")).values()
+            if isinstance(v, types.ModuleType) and v.__name__ in packages}
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def knobs_moved(kernel: str, config: Mapping) -> set[str]:
+    """Keys of the kernel's config space that `config` sets to something other than the default."""
+    from kernelscope.kernels import registry
+
+    spec = registry.resolve(kernel)
+    return {k for k, v in config.items()
+            if k in spec.config_space and _plain(v) != _plain(spec.default_config.get(k))}
+
+
+def item_config(item) -> Mapping | None:
+    callspec = getattr(item, "callspec", None)
+    config = callspec.params.get("config") if callspec is not None else None
+    return config if isinstance(config, Mapping) else None

@@ -1,0 +1,152 @@
+"""The GPU test tiers, checked by collection alone (no GPU): the fast tier (`-m gpu_fast`) tests
+every registered kernel, moves every knob of each kernel's config space and runs the CLI end to
+end; the `--gpu-part K/N` parts of the README split the full tier (`-m gpu`) with no test lost or
+repeated."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import gpu_tiers
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+_COLLECTED: dict[tuple[str, ...], list[dict]] = {}
+
+
+def _strings_in(function) -> set[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def collect(pytester, *args: str) -> list[dict]:
+    """What matters of every test collected under tests/ with `args` (once per args)."""
+    if args not in _COLLECTED:
+        items, _ = pytester.inline_genitems(str(ROOT / "tests"), "-p", "no:cacheprovider", *args)
+        _COLLECTED[args] = [{
+            "nodeid": i.nodeid,
+            "markers": {m.name for m in i.iter_markers()},
+            "kernels": gpu_tiers.kernels_imported(getattr(i, "module", None)),
+            "config": dict(gpu_tiers.item_config(i) or {}),
+            "strings": _strings_in(getattr(i, "function", None)),
+        } for i in items]
+    return _COLLECTED[args]
+
+
+def _collected_ids(*args: str) -> list[str]:
+    """Node ids `pytest --collect-only` selects with `args`, in a process of its own (the DSL's
+    native modules cannot be imported twice in one)."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return [line for line in r.stdout.splitlines() if "::" in line]
+
+
+def _readme_parts() -> int:
+    """N of the README's `--gpu-part K/N` commands, which must name every part 1..N once."""
+    found = [tuple(map(int, m)) for m in re.findall(r"--gpu-part (\d+)/(\d+)", README)]
+    assert found, "README shows no --gpu-part command"
+    counts = {n for _, n in found}
+    assert len(counts) == 1, f"README deals the GPU tests into different part counts: {sorted(counts)}"
+    n = counts.pop()
+    assert sorted(k for k, _ in found) == list(range(1, n + 1)), found
+    return n
+
+
+@pytest.fixture
+def gpu_tests(pytester):
+    tests = [t for t in collect(pytester) if "gpu" in t["markers"]]
+    assert len(tests) > 100     # the GPU test files were collected, not just this one
+    return tests
+
+
+def test_readme_shows_how_to_run_each_tier():
+    assert "python3 -m pytest -q -m gpu_fast" in README
+    assert _readme_parts() >= 2
+
+
+def test_fast_tier_is_part_of_the_full_tier_and_holds_no_slow_test(pytester, gpu_tests):
+    everything = collect(pytester)
+    fast = [t for t in everything if "gpu_fast" in t["markers"]]
+    assert fast
+    not_gpu = [t["nodeid"] for t in fast if "gpu" not in t["markers"]]
+    assert not not_gpu, f"fast-tier tests without the gpu marker (they would run without a GPU): {not_gpu}"
+    slow = [t["nodeid"] for t in fast if "slow" in t["markers"]]
+    assert not slow, f"slow tests in the fast tier: {slow}"
+    assert len(fast) < len(gpu_tests) / 3
+
+
+def test_every_test_of_a_gpu_file_is_in_the_full_tier(pytester):
+    outside = [t["nodeid"] for t in collect(pytester)
+               if t["nodeid"].split("::")[0].endswith("_gpu.py") and "gpu" not in t["markers"]]
+    assert not outside, f"tests of GPU files without the gpu marker: {outside}"
+
+
+def test_fast_tier_tests_every_kernel_and_moves_every_knob(pytester, gpu_tests):
+    from kernelscope.kernels import registry
+
+    fast = [t for t in gpu_tests if "gpu_fast" in t["markers"]]
+    tested = set().union(*(t["kernels"] for t in fast))
+    assert set(registry.names()) <= tested, f"kernels with no fast-tier test: {set(registry.names()) - tested}"
+    for kernel in registry.names():
+        space = set(registry.resolve(kernel).config_space)
+        assert space, kernel
+        moved = set().union(*(gpu_tiers.knobs_moved(kernel, t["config"]) for t in fast if kernel in t["kernels"]))
+        assert space <= moved, f"{kernel}: no fast-tier test moves {sorted(space - moved)} off the default"
+
+
+def test_fast_tier_runs_run_profile_and_diff_from_the_command_line(pytester, gpu_tests):
+    fast = [t for t in gpu_tests if "gpu_fast" in t["markers"]]
+    assert any({"-m", "kernelscope", "run", "profile", "diff"} <= t["strings"] for t in fast), \
+        "no fast-tier test calls `python -m kernelscope` run, profile and diff"
+
+
+def test_the_readme_parts_split_the_full_tier_exactly(pytester, gpu_tests):
+    n = _readme_parts()
+    full = sorted(t["nodeid"] for t in gpu_tests)
+    parts = [_collected_ids("--gpu-part", f"{k}/{n}") for k in range(1, n + 1)]
+    for k, part in enumerate(parts, 1):
+        assert part, f"part {k}/{n} is empty"
+        assert len(part) == len(set(part)), f"part {k}/{n} repeats a test"
+    dealt = sorted(nodeid for part in parts for nodeid in part)
+    assert dealt == full, (f"lost: {sorted(set(full) - set(dealt))[:5]}, "
+                           f"repeated or extra: {[x for x in set(dealt) if dealt.count(x) > 1 or x not in full][:5]}")
+    # Every part holds whole test functions and the deal is even to within the largest function.
+    largest = max(len([x for x in full if gpu_tiers.function_of(x) == f]) for f in map(gpu_tiers.function_of, full))
+    sizes = [len(p) for p in parts]
+    assert max(sizes) - min(sizes) <= largest, sizes
+    owner = {gpu_tiers.function_of(x): k for k, part in enumerate(parts) for x in part}
+    assert all(owner[gpu_tiers.function_of(x)] == k for k, part in enumerate(parts) for x in part)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_deal_partitions_any_list_into_whole_functions(n):
+    nodeids = [f"tests/test_{f % 7}.py::test_{f}[{p}]" for f in range(23) for p in range(f % 5 + 1)]
+    nodeids.append("tests/test_x.py::test_path[/abs/path/kernel.py:SPEC-torch]")
+    parts = gpu_tiers.deal(nodeids, n)
+    assert len(parts) == n
+    assert sorted(x for p in parts for x in p) == sorted(nodeids)
+    assert gpu_tiers.deal(list(reversed(nodeids)), n) != [] and \
+        [sorted(p) for p in gpu_tiers.deal(list(reversed(nodeids)), n)] == [sorted(p) for p in parts]
+
+
+@pytest.mark.parametrize("bad", ["0/3", "4/3", "3", "a/b", "1/0"])
+def test_a_bad_gpu_part_is_a_usage_error(pytester, bad):
+    result = pytester.runpytest_inprocess(str(ROOT / "tests" / "test_gpu_tiers.py"), "-p", "no:cacheprovider",
+                                          "--collect-only", "--gpu-part", bad)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--gpu-part takes K/N" in result.stderr.str()

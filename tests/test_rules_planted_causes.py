@@ -170,3 +170,14 @@ def test_quiet_on_every_recorded_kernel_and_pair(corpus):
         for a, b in ((slow, fast), (fast, slow)):
             named = {f.cause for f in diagnose(a, b).findings}
             assert not named & set(NEW_RULES.values()), (pair, a.name, named & set(NEW_RULES.values()))
+
+
+def test_a_saturated_constant_cache_is_named_where_its_requests_do_not_show_the_replays(corpus):
+    clean, slow = _constant_cache(corpus)
+    slow.metrics["idc__requests.sum"] = Metric(slow.instruction_mix["LDC"])     # one request per LDC
+    top = diagnose(slow, clean).findings[0]
+    assert top.rule_id == "constant-cache-serialization"
+    # headroom: the busy time beyond what parameter loads keep the cache busy (30%)
+    assert top.impact == pytest.approx(0.96 * (1 - 30 / 96))
+    slow.metrics["idc__request_cycles_active.avg.pct_of_peak_sustained_elapsed"] = Metric(45.0)
+    assert "constant-cache-serialization" not in {f.rule_id for f in diagnose(slow, clean).findings}

@@ -139,6 +139,8 @@ def kernelscope_cause(finding: dict) -> str | None:
             return "occupancy-registers"
         if "limited by shared" in text:
             return "occupancy-shared-memory"
+        if "limited by block slots" in text:
+            return "occupancy-block-size"
         return None
     return KERNELSCOPE_RULE_CAUSES.get(rule)
 

@@ -72,6 +72,7 @@ def test_a_finding_cause_field_wins_over_the_rule_table():
     assert bench.kernelscope_cause({"rule": "occupancy-limiter", "message": "... limited by registers; achieved 19%"}) == "occupancy-registers"
     assert bench.kernelscope_cause({"rule": "occupancy-limiter", "message": "... limited by shared memory; ..."}) == "occupancy-shared-memory"
     assert bench.kernelscope_cause({"rule": "occupancy-limiter", "message": "... limited by warps"}) is None
+    assert bench.kernelscope_cause({"rule": "occupancy-limiter", "message": "... limited by block slots; ..."}) == "occupancy-block-size"
 
 
 def _ncu(rule, title="", message="text", speedup=None, kind=2):

@@ -1,0 +1,199 @@
+// Planted pairs of corpus.cu that have no report yet: they compile and run with the rest of the
+// corpus (checks, timing, one profiled launch each), but no GPU run has recorded them, so
+// labels.toml does not score them (benchmarks/diagnosis/README.md). One cause each, as in
+// corpus.cu: the slow kernel differs from its fast twin only by the defect.
+// tests/test_diagnosis_corpus_sass.py compiles them for sm_90a and checks each slow kernel's SASS
+// holds the defect's instructions (DFMA and F2F, extra BAR, MEMBAR, code size, LDC).
+#pragma once
+#include "harness.cuh"
+
+// ---------------------------------------------------------------- fp64
+// 256 steps of x = x * a + b on a float. The slow kernel writes the constants as double literals
+// (0.999, as C++ reads them), so every step widens x (F2F.F64.F32), runs a DFMA on the fp64 pipe
+// and narrows the result (F2F.F32.F64); the fast one keeps them float (0.999f: one FFMA).
+constexpr int kFp64Iters = 256;
+template <class Literal>
+__device__ __forceinline__ float affine_chain(float x) {
+#pragma unroll 16
+    for (int k = 0; k < kFp64Iters; ++k) x = x * Literal(0.999) + Literal(0.001);
+    return x;
+}
+extern "C" __global__ void fp64_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = affine_chain<float>(in[i]);
+}
+extern "C" __global__ void fp64_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = affine_chain<double>(in[i]);
+}
+
+// ---------------------------------------------------------------- excess-synchronization
+// A 16-tap box filter over tiles staged in shared memory, grid-stride over the tiles. Both kernels
+// need the two barriers around each tile; the slow one also waits at a __syncthreads() after each
+// tap (the taps only read shared memory: nothing to wait for), 18 barriers per tile instead of 2.
+constexpr int kTaps = 16;
+template <bool kSyncEachTap>
+__device__ __forceinline__ void box_filter(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    __shared__ float tile[kThreads + kTaps];
+    int t = threadIdx.x;
+    for (size_t base = (size_t)blockIdx.x * kThreads; base < n; base += (size_t)gridDim.x * kThreads) {
+        tile[t] = in[base + t];
+        if (t < kTaps) tile[kThreads + t] = in[base + kThreads + t];  // `in` holds n + kTaps values
+        __syncthreads();
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < kTaps; ++k) {
+            s += tile[t + k];
+            if (kSyncEachTap) __syncthreads();
+        }
+        out[base + t] = s;
+        __syncthreads();
+    }
+}
+extern "C" __global__ void excess_sync_fast(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    box_filter<false>(in, out, n);
+}
+extern "C" __global__ void excess_sync_slow(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    box_filter<true>(in, out, n);
+}
+
+// ---------------------------------------------------------------- memory-fences
+// A grid-stride scale; the slow kernel issues __threadfence() after each store (MEMBAR at GPU
+// scope: the warp waits until its store is visible device-wide), which nothing reads.
+template <bool kFence>
+__device__ __forceinline__ void scale_stream(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        out[i] = in[i] * 2.0f + 1.0f;
+        if (kFence) __threadfence();
+    }
+}
+extern "C" __global__ void memory_fences_fast(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    scale_stream<false>(in, out, n);
+}
+extern "C" __global__ void memory_fences_slow(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    scale_stream<true>(in, out, n);
+}
+
+// ---------------------------------------------------------------- instruction-cache-misses
+// 16384 dependent FFMAs whose multiplier cycles through 64 values. The fast kernel loops over a
+// body of 64 (about 1 KB of SASS); the slow one unrolls all 16384 (about 256 KB: more than the SM's
+// instruction caches hold), so warps stall fetching code. Same FFMAs in the same order.
+constexpr int kBloatIters = 16384, kBloatBody = 64;
+__device__ constexpr float bloat_multiplier(int k) { return 0.9990f + (float)(k % kBloatBody) * 1.0e-5f; }
+extern "C" __global__ void icache_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = in[i];
+#pragma unroll 1
+    for (int j = 0; j < kBloatIters / kBloatBody; ++j) {
+#pragma unroll
+        for (int k = 0; k < kBloatBody; ++k) x = fmaf(x, bloat_multiplier(k), 1.0e-4f);
+    }
+    out[i] = x;
+}
+extern "C" __global__ void icache_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float x = in[i];
+    // nvcc unrolls one loop to at most 4096 iterations: four unrolled quarters, in order.
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+#pragma unroll
+        for (int k = 0; k < kBloatIters / 4; ++k) x = fmaf(x, bloat_multiplier(k), 1.0e-4f);
+    }
+    out[i] = x;
+}
+
+// ---------------------------------------------------------------- constant-cache-serialization
+// 64 lookups per thread into a 256-entry table at a per-lane index (32 different addresses per
+// warp). The slow kernel keeps the table in __constant__ memory, whose cache serves one address
+// per request, so each LDC is replayed per distinct address; the fast one reads the same values
+// from global memory through L1 (one request per warp instruction).
+constexpr int kTableSize = 256, kLookups = 64;
+__constant__ float c_lookup_table[kTableSize];
+__device__ __forceinline__ unsigned lookup_index(size_t i, int k) { return (unsigned)(i * 97u + k * 13u) % kTableSize; }
+extern "C" __global__ void constant_cache_fast(const float* __restrict__ table, const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float s = in[i];
+#pragma unroll 8
+    for (int k = 0; k < kLookups; ++k) s += table[lookup_index(i, k)];
+    out[i] = s;
+}
+extern "C" __global__ void constant_cache_slow(const float* __restrict__ table, const float* __restrict__ in, float* __restrict__ out) {
+    (void)table;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float s = in[i];
+#pragma unroll 8
+    for (int k = 0; k < kLookups; ++k) s += c_lookup_table[lookup_index(i, k)];
+    out[i] = s;
+}
+
+// ---------------------------------------------------------------- occupancy-block-size
+// One element per thread, one load in flight per warp (as the occupancy pairs of corpus.cu). The
+// same kernel body launched with 32-thread blocks (slow) or 256-thread blocks (fast): an SM holds
+// at most 32 blocks, so 1-warp blocks fill 32 of its 64 warp slots (theoretical occupancy 50%).
+__device__ __forceinline__ float block_size_op(float x) { return x * 1.5f - 0.25f; }
+extern "C" __global__ void block_size_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = block_size_op(in[i]);
+}
+extern "C" __global__ void block_size_slow(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = block_size_op(in[i]);
+}
+
+static void add_unprofiled_pairs(std::vector<Pair>& pairs) {
+    auto none = [] {};
+    {   // fp64
+        size_t n = (size_t)8 << 20;
+        float *in = random_floats(n, 21, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"fp64", none,
+            [=] { fp64_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { fp64_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 1e-4, w); }});
+    }
+    {   // excess-synchronization
+        size_t n = (size_t)16 << 20;
+        int blocks = g_sms * 8;
+        float *in = random_floats(n + kTaps, 22, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"excess_sync", none,
+            [=] { excess_sync_slow<<<blocks, kThreads>>>(in, a, n); },
+            [=] { excess_sync_fast<<<blocks, kThreads>>>(in, b, n); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // memory-fences
+        size_t n = (size_t)16 << 20;
+        int blocks = g_sms * 8;
+        float *in = random_floats(n, 23, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"memory_fences", none,
+            [=] { memory_fences_slow<<<blocks, kThreads>>>(in, a, n); },
+            [=] { memory_fences_fast<<<blocks, kThreads>>>(in, b, n); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // instruction-cache-misses
+        size_t n = (size_t)1 << 20;
+        float *in = random_floats(n, 24, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"icache", none,
+            [=] { icache_slow<<<n / kThreads, kThreads>>>(in, a); },
+            [=] { icache_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // constant-cache-serialization
+        size_t n = (size_t)8 << 20;
+        float *table = random_floats(kTableSize, 25, -1, 1), *in = random_floats(n, 26, -1, 1);
+        float *a = dev<float>(n), *b = dev<float>(n);
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaMemcpyToSymbol(c_lookup_table, table, kTableSize * sizeof(float), 0, cudaMemcpyDeviceToDevice));
+        pairs.push_back({"constant_cache", none,
+            [=] { constant_cache_slow<<<n / kThreads, kThreads>>>(table, in, a); },
+            [=] { constant_cache_fast<<<n / kThreads, kThreads>>>(table, in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // occupancy-block-size
+        size_t n = (size_t)16 << 20;
+        float *in = random_floats(n, 27, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
+        pairs.push_back({"block_size", none,
+            [=] { block_size_slow<<<n / 32, 32>>>(in, a); },
+            [=] { block_size_fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+}

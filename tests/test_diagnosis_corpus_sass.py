@@ -1,0 +1,89 @@
+"""The diagnosis corpus compiles for sm_90a, and each planted pair of corpus_unprofiled.cuh carries
+its defect in the SASS and nothing else: the slow kernel holds the defect's instructions (DFMA and
+F2F, extra BAR, MEMBAR, 256 KB of code, per-lane LDC), the fast twin does not. No GPU: nvcc and
+cuobjdump only (those pairs have no report yet: benchmarks/diagnosis/README.md)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kernelscope.toolchain.sass import dump_sass, sass_opcodes
+from kernelscope.toolchain.tools import which_cuda_tool
+
+CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis"
+
+
+@pytest.fixture(scope="module")
+def sass(tmp_path_factory) -> dict[str, list[str]]:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None or which_cuda_tool("cuobjdump") is None:
+        pytest.skip("nvcc or cuobjdump is not available")
+    cubin = tmp_path_factory.mktemp("corpus") / "corpus.cubin"
+    subprocess.run([nvcc, "-O3", "-arch=sm_90a", "-lineinfo", "-cubin", "-o", str(cubin), str(CORPUS / "corpus.cu")],
+                   check=True, capture_output=True)
+    return {name: sass_opcodes(listing) for name, listing in dump_sass(str(cubin)).items()}
+
+
+def _bases(opcodes: list[str]) -> Counter:
+    return Counter(op.split(".", 1)[0] for op in opcodes)
+
+
+def _differs_only_in(slow: list[str], fast: list[str], allowed: set[str]) -> set[str]:
+    """Base opcodes whose counts differ between the two kernels, outside `allowed`."""
+    a, b = _bases(slow), _bases(fast)
+    return {op for op in a.keys() | b.keys() if a[op] != b[op]} - allowed
+
+
+def test_every_planted_pair_compiles_both_kernels(sass):
+    source = (CORPUS / "corpus.cu").read_text() + (CORPUS / "corpus_unprofiled.cuh").read_text()
+    pairs = set(re.findall(r'pairs\.push_back\(\{"(\w+)"', source))
+    assert {"fp64", "excess_sync", "memory_fences", "icache", "constant_cache", "block_size"} <= pairs
+    for pair in pairs:
+        assert f"{pair}_slow" in sass and f"{pair}_fast" in sass, pair
+
+
+def test_fp64_pair_promotes_to_double_only_in_the_slow_kernel(sass):
+    slow, fast = sass["fp64_slow"], sass["fp64_fast"]
+    assert {"F2F.F64.F32", "F2F.F32.F64"} <= set(slow)
+    assert _bases(slow)["DFMA"] >= 16                       # one per step of the 16-fold unrolled body
+    assert not {op for op in fast if op.startswith(("DFMA", "DADD", "DMUL", "F2F"))}
+    assert _bases(fast)["FFMA"] >= 16
+
+
+def test_excess_sync_pair_differs_only_by_barriers(sass):
+    slow, fast = sass["excess_sync_slow"], sass["excess_sync_fast"]
+    assert _bases(fast)["BAR"] == 2                          # the two each tile needs
+    assert _bases(slow)["BAR"] == 2 + 16                      # and one per tap
+    assert _differs_only_in(slow, fast, {"BAR"}) == set()
+
+
+def test_memory_fence_pair_fences_only_in_the_slow_kernel(sass):
+    slow, fast = sass["memory_fences_slow"], sass["memory_fences_fast"]
+    assert "MEMBAR.SC.GPU" in slow
+    assert not [op for op in fast if op.startswith("MEMBAR")]
+
+
+def test_icache_pair_bloats_only_the_code(sass):
+    slow, fast = sass["icache_slow"], sass["icache_fast"]
+    assert _bases(slow)["FFMA"] == 16384 and _bases(fast)["FFMA"] == 64
+    assert len(slow) * 16 >= 256 * 1024                       # 16-byte instructions: 256 KB of SASS
+    assert len(fast) * 16 <= 4 * 1024
+
+
+def test_constant_cache_pair_reads_the_table_from_constant_memory_only_in_the_slow_kernel(sass):
+    slow, fast = _bases(sass["constant_cache_slow"]), _bases(sass["constant_cache_fast"])
+    assert slow["LDC"] >= fast["LDC"] + 8                     # the 8-fold unrolled lookups
+    assert slow["LDG"] == 1 and fast["LDG"] >= 1 + 8          # the input, plus the lookups in the fast one
+
+
+def test_block_size_pair_is_one_kernel_launched_with_smaller_blocks(sass):
+    assert sass["block_size_slow"] == sass["block_size_fast"]
+    source = (CORPUS / "corpus_unprofiled.cuh").read_text()
+    assert "block_size_slow<<<n / 32, 32>>>" in source
+    assert "block_size_fast<<<n / kThreads, kThreads>>>" in source

@@ -14,29 +14,14 @@ import re
 
 import click
 
-from kernelscope.api.measuring import reference_name, require_gpu
+from kernelscope.api.measuring import reference_name, require_gpu, resolve_target
 from kernelscope.cli.output_files import atomic_path, check_output_file, check_output_folder, force_option
 from kernelscope.errors import UserError
 from kernelscope.reports.run_output import print_run as _print_run
 
 
 def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, configs: tuple[str, ...], *, several: bool):
-    from kernelscope.kernels import registry
-    from kernelscope.profiler import measure
-    from kernelscope.profiler.assignments import parse_config, parse_shape
-
-    spec = registry.resolve(target)
-    parsed_shapes = [parse_shape(s) for s in shapes]
-    if not parsed_shapes and spec.default_shapes:
-        parsed_shapes = [dict(spec.default_shapes[0])]
-    if not parsed_shapes:
-        raise UserError(f"{spec.name} has no default shape: pass --shape")
-    for shape in parsed_shapes:
-        measure.check_shape_keys(spec, shape)
-    dtype = dtype or (spec.dtypes[0] if spec.dtypes else "bfloat16")
-    measure.validate_dtype(spec, dtype)
-    config = parse_config(configs, several=several)
-    measure.check_config_keys(spec, config)
+    spec, parsed_shapes, dtype, config = resolve_target(target, shapes, dtype, configs, multi=several)
     _check_config_types(spec, config, several)
     return spec, parsed_shapes, dtype, config
 

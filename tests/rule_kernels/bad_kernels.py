@@ -295,6 +295,7 @@ def _resource_usage(compiled) -> str:
 
 def run_on_gpu() -> int:
     import torch
+    from profiled_launches import launch_once_each_profiled
     from cutlass.cute.runtime import from_dlpack
 
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
@@ -346,15 +347,7 @@ def run_on_gpu() -> int:
 
     for _, launch in launches:   # warm-up outside the profiled region
         launch()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for name, launch in launches:
-        torch.cuda.nvtx.range_push(f"rk:{name}")
-        launch()
-        torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
-    print("launched:", ", ".join(name for name, _ in launches))
+    launch_once_each_profiled(torch, launches)
     return 0
 
 

@@ -105,54 +105,46 @@ extern "C" __global__ void atomic_contention_slow(const unsigned* __restrict__ i
 // indexes the array with the runtime index (local memory); the fast one selects with a static
 // unrolled compare, so the array stays in registers. Same values, same order.
 constexpr int kLocalIters = 12;
-extern "C" __global__ void spills_local_fast(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    float x = in[i], a[8];
+template <bool kRuntimeIndex>
+__device__ __forceinline__ float pseudo_random_updates(size_t i, float x) {
+    float a[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) a[k] = x + k;
     unsigned h = (unsigned)i * 2654435761u;
     for (int it = 0; it < kLocalIters; ++it) {
         h = h * 1664525u + 1013904223u;
         unsigned j = h >> 29;
+        if constexpr (kRuntimeIndex) {
+            a[j] = fmaf(a[j], 0.75f, 1.0f);
+        } else {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) a[k] = (j == (unsigned)k) ? fmaf(a[k], 0.75f, 1.0f) : a[k];
+            for (int k = 0; k < 8; ++k) a[k] = (j == (unsigned)k) ? fmaf(a[k], 0.75f, 1.0f) : a[k];
+        }
     }
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < 8; ++k) s += a[k];
-    out[i] = s;
+    return s;
+}
+extern "C" __global__ void spills_local_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = pseudo_random_updates<false>(i, in[i]);
 }
 extern "C" __global__ void spills_local_slow(const float* __restrict__ in, float* __restrict__ out) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    float x = in[i], a[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) a[k] = x + k;
-    unsigned h = (unsigned)i * 2654435761u;
-    for (int it = 0; it < kLocalIters; ++it) {
-        h = h * 1664525u + 1013904223u;
-        unsigned j = h >> 29;
-        a[j] = fmaf(a[j], 0.75f, 1.0f);
-    }
-    float s = 0.f;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) s += a[k];
-    out[i] = s;
+    out[i] = pseudo_random_updates<true>(i, in[i]);
 }
 
 // ---------------------------------------------------------------- grid-too-small
 // out = in * a + b with a grid-stride loop; the slow launch has blocks for half the SMs.
-extern "C" __global__ void grid_too_small_slow(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
+__device__ __forceinline__ void affine_grid_stride(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
         float4 v = in[i];
         out[i] = make_float4(v.x * 3.0f + 1.0f, v.y * 3.0f + 1.0f, v.z * 3.0f + 1.0f, v.w * 3.0f + 1.0f);
     }
 }
-extern "C" __global__ void grid_too_small_fast(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
-        float4 v = in[i];
-        out[i] = make_float4(v.x * 3.0f + 1.0f, v.y * 3.0f + 1.0f, v.z * 3.0f + 1.0f, v.w * 3.0f + 1.0f);
-    }
-}
+extern "C" __global__ void grid_too_small_slow(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) { affine_grid_stride(in, out, n4); }
+extern "C" __global__ void grid_too_small_fast(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) { affine_grid_stride(in, out, n4); }
 
 // ---------------------------------------------------------------- occupancy-registers / -shared-memory
 // One element per thread, one load in flight per warp: throughput comes from resident warps.

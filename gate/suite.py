@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from kernelscope.errors import UserError
 from kernelscope.gate.policy import MetricRule
-from kernelscope.profiler.toml_files import read_toml
+from kernelscope.profiler.documents import read_toml
 
 _SUITE_KEYS = {"name", "description", "static_only", "registry", "samples", "warmup_ms", "flush_l2",
                "fresh_inputs", "ncu", "ncu_sections", "cache_control", "seed"}

@@ -17,7 +17,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.derived import COMPUTED
 from kernelscope.profiler.expression import FUNCTIONS, Expression, ExpressionError, parse
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.profiler.toml_files import read_toml
+from kernelscope.profiler.documents import read_toml
 
 BUILTIN_DIR = Path(__file__).parent
 DIRECTIONS = ("lower", "higher", "none")

@@ -11,7 +11,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import Catalog, load_catalog
 from kernelscope.profiler.derived import DEVICE_FACTS
 from kernelscope.profiler.expression import FUNCTIONS, Expression, ExpressionError, parse
-from kernelscope.profiler.toml_files import read_toml
+from kernelscope.profiler.documents import read_toml
 from kernelscope.rules.findings import SEVERITIES
 from kernelscope.rules.model import COMPARES, FORMATS, PROFILE_KINDS, SIDES, Placeholder, Rule, RuleSet
 

@@ -292,17 +292,25 @@ extern "C" __global__ void dram_traffic_fast(const float4* __restrict__ in, floa
     out[t] = make_float2(s, q);
 }
 
+using PerElementKernel = void (*)(const float* __restrict__, float* __restrict__);
+
+// A pair of kernels mapping n random floats in [lo, hi] to n floats, one thread per element in
+// blocks of kThreads (the slow kernel with slow_smem bytes of dynamic shared memory); each writes
+// its own output, and the two outputs agree within rtol.
+static Pair per_element_pair(const char* name, size_t n, unsigned seed, float lo, float hi, double rtol,
+                             PerElementKernel slow, PerElementKernel fast, int slow_smem = 0) {
+    float *in = random_floats(n, seed, lo, hi), *a = dev<float>(n), *b = dev<float>(n);
+    return {name, [] {},
+            [=] { slow<<<n / kThreads, kThreads, slow_smem>>>(in, a); },
+            [=] { fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, rtol, w); }};
+}
+
 static std::vector<Pair> build_pairs() {
     std::vector<Pair> pairs;
     auto none = [] {};
-    {   // uncoalesced-access
-        size_t n = (size_t)kRows * kCols;
-        float *in = random_floats(n, 1, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"uncoalesced", none,
-            [=] { uncoalesced_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { uncoalesced_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
-    }
+    pairs.push_back(per_element_pair("uncoalesced", (size_t)kRows * kCols, 1, -1, 1, 0,
+                                     uncoalesced_slow, uncoalesced_fast));
     {   // narrow-access
         size_t n = (size_t)128 << 20;
         uint8_t* in = (uint8_t*)random_floats(n / 4, 2, -1, 1);
@@ -321,14 +329,7 @@ static std::vector<Pair> build_pairs() {
             [=] { bank_conflicts_fast<<<grid, block>>>(in, b); },
             [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
     }
-    {   // divergence
-        size_t n = (size_t)8 << 20;
-        float *in = random_floats(n, 4, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"divergence", none,
-            [=] { divergence_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { divergence_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
-    }
+    pairs.push_back(per_element_pair("divergence", (size_t)8 << 20, 4, 0, 1, 0, divergence_slow, divergence_fast));
     {   // atomic-contention
         size_t n = (size_t)8 << 20;
         unsigned* in = (unsigned*)random_floats(n, 5, 0, 1);
@@ -340,14 +341,7 @@ static std::vector<Pair> build_pairs() {
             [=] { atomic_contention_fast<<<blocks, kThreads>>>(in, b, n); },
             [=](std::string& w) { return compare_bytes(a, b, kBins * 4, w); }});
     }
-    {   // spills-local
-        size_t n = (size_t)4 << 20;
-        float *in = random_floats(n, 6, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"spills_local", none,
-            [=] { spills_local_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { spills_local_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
-    }
+    pairs.push_back(per_element_pair("spills_local", (size_t)4 << 20, 6, -1, 1, 0, spills_local_slow, spills_local_fast));
     {   // grid-too-small
         size_t n4 = (size_t)4 << 20;  // 64 MB of float4
         float4* in = (float4*)random_floats(n4 * 4, 7, -1, 1);
@@ -367,23 +361,12 @@ static std::vector<Pair> build_pairs() {
             [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
     }
     {   // occupancy-shared-memory
-        size_t n = (size_t)16 << 20;
         int smem = 100 * 1024;
         CHECK(cudaFuncSetAttribute(occupancy_shared_memory_slow, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        float *in = random_floats(n, 9, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"occupancy_shared_memory", none,
-            [=] { occupancy_shared_memory_slow<<<n / kThreads, kThreads, smem>>>(in, a); },
-            [=] { occupancy_shared_memory_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+        pairs.push_back(per_element_pair("occupancy_shared_memory", (size_t)16 << 20, 9, -1, 1, 0,
+                                         occupancy_shared_memory_slow, occupancy_shared_memory_fast, smem));
     }
-    {   // unfused-fp32
-        size_t n = (size_t)8 << 20;
-        float *in = random_floats(n, 10, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"unfused_fp32", none,
-            [=] { unfused_fp32_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { unfused_fp32_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 1e-4, w); }});
-    }
+    pairs.push_back(per_element_pair("unfused_fp32", (size_t)8 << 20, 10, 0, 1, 1e-4, unfused_fp32_slow, unfused_fp32_fast));
     {   // integer-index-math
         Dims4 s{64, 64, 64, 128};
         size_t n = s.A * s.B * s.C * s.D;
@@ -393,14 +376,7 @@ static std::vector<Pair> build_pairs() {
             [=] { integer_index_math_fast<<<n / kThreads, kThreads>>>(in, b, s); },
             [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
     }
-    {   // special-math
-        size_t n = (size_t)8 << 20;
-        float *in = random_floats(n, 12, -1, 0), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"special_math", none,
-            [=] { special_math_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { special_math_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 1e-4, w); }});
-    }
+    pairs.push_back(per_element_pair("special_math", (size_t)8 << 20, 12, -1, 0, 1e-4, special_math_slow, special_math_fast));
     {   // exposed-latency
         int blocks = g_sms * 4;
         size_t stride = (size_t)blocks * kThreads, n = stride * 256;

@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: the argument parsers, the GPU check, the timed fresh
+"""What the benchmark scripts share: the argument parsers, the GPU check of main, the timed fresh
 `kernelscope` process of the wall-time benchmarks, the --shapes list, random operands, the
 GEMM-vs-cuBLAS loop and its result file, interleaved timing passes, round-robin timing with
 paired per-round ratios (and their bootstrap interval over shapes), the GPU clock readings, the
@@ -9,6 +9,7 @@ The scripts run as `python benchmarks/<script>.py`, so this module is imported b
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -287,12 +288,22 @@ def _clock_value(text):
         return text                       # e.g. the reasons bitmask "0x0000000000000000"
 
 
-def cuda_device(torch, script: str):
-    """GPU 0's properties; None, with a line on stderr, where no CUDA GPU is visible."""
-    if not torch.cuda.is_available():
-        print(f"{script}: no CUDA GPU available", file=sys.stderr)
-        return None
-    return torch.cuda.get_device_properties(0)
+def gpu_main(script: str, parse_args):
+    """Makes `run(args, argv, torch, dev)` the main(argv=None) of a GPU benchmark script: the
+    arguments parsed first (--help and usage errors need no GPU), then exit status 2 with one
+    line on stderr where no CUDA GPU is visible; `dev` is GPU 0's properties."""
+    def wrap(run):
+        @functools.wraps(run)
+        def main(argv=None):
+            args = parse_args(argv)
+            import torch
+
+            if not torch.cuda.is_available():
+                print(f"{script}: no CUDA GPU available", file=sys.stderr)
+                return 2
+            return run(args, argv, torch, torch.cuda.get_device_properties(0))
+        return main
+    return wrap
 
 
 def launch_and_check(torch, run, out, ref32) -> tuple[float, bool]:

@@ -17,8 +17,8 @@ import os
 import sys
 import time
 
-from _bench_common import (ClockSampler, bench_parser, clock_fields, clock_summary, command_line, cuda_device,
-                           environment, geomean, paired_ratios, quartiles, round_robin, write_json)
+from _bench_common import (ClockSampler, bench_parser, clock_fields, clock_summary, command_line,
+                           environment, geomean, gpu_main, paired_ratios, quartiles, round_robin, write_json)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -60,18 +60,13 @@ def _shapes(text):
     return out
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    import torch
-
+@gpu_main("bench_flash_attn", _parse_args)
+def main(args, argv, torch, dev):
     from kernelscope.kernels import flash_attn as fa
     from kernelscope.kernels import references
     from kernelscope.kernels.spec import ConfigRejected
     from kernelscope.profiler.timing import tflops
 
-    dev = cuda_device(torch, "bench_flash_attn")
-    if dev is None:
-        return 2
     if args.deadline:
         import faulthandler
         faulthandler.dump_traceback_later(args.deadline, exit=True)

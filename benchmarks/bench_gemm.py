@@ -15,7 +15,7 @@ import os
 import sys
 
 from _bench_common import (
-    bench_parser, cuda_device, finish_versus_cublas, gemm_configs_vs_cublas, parse_shapes, versus_cublas_line)
+    bench_parser, finish_versus_cublas, gemm_configs_vs_cublas, gpu_main, parse_shapes, versus_cublas_line)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -29,15 +29,10 @@ def _parse_args(argv):
     return p.parse_args(argv)
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    import torch
-
+@gpu_main("bench_gemm", _parse_args)
+def main(args, argv, torch, dev):
     from kernelscope.kernels import gemm, gemm_problem
 
-    dev = cuda_device(torch, "bench_gemm")
-    if dev is None:
-        return 2
     tdt = getattr(torch, args.dtype)
     rows = []
     configs = None

@@ -17,7 +17,7 @@ import os
 import sys
 
 from _bench_common import (
-    bench_parser, cuda_device, finish_versus_cublas, gemm_configs_vs_cublas, gemm_operands, parse_shapes,
+    bench_parser, finish_versus_cublas, gemm_configs_vs_cublas, gemm_operands, gpu_main, parse_shapes,
     versus_cublas_line)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -57,13 +57,8 @@ def _profile_once(args):
     return 0
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    import torch
-
-    dev = cuda_device(torch, "bench_gemm_mma")
-    if dev is None:
-        return 2
+@gpu_main("bench_gemm_mma", _parse_args)
+def main(args, argv, torch, dev):
     if args.profile_once:
         return _profile_once(args)
 

@@ -28,8 +28,8 @@ import sys
 import time
 
 from _bench_common import (
-    ClockSampler, bench_parser, bootstrap_geomean_of_medians, clock_fields, clock_summary, command_line, cuda_device,
-    environment, geomean, gpu_clock_reading, paired_ratios, parse_shapes, quartiles, round_robin, verdict, write_json)
+    ClockSampler, bench_parser, bootstrap_geomean_of_medians, clock_fields, clock_summary, command_line,
+    environment, geomean, gpu_clock_reading, gpu_main, paired_ratios, parse_shapes, quartiles, round_robin, verdict, write_json)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -171,16 +171,12 @@ def _config_summary(rs, draws):
     return out
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    import torch
+@gpu_main("bench_gemm_rmsnorm", _parse_args)
+def main(args, argv, torch, dev):
     import torch.nn.functional as F
 
     from kernelscope.kernels import gemm_rmsnorm as fused
 
-    dev = cuda_device(torch, "bench_gemm_rmsnorm")
-    if dev is None:
-        return 2
     uuid = f"GPU-{dev.uuid}" if getattr(dev, "uuid", None) else None
     fields = clock_fields(uuid)
     if fields is None and uuid:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import lzma
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -161,8 +162,9 @@ class Case:
     mode: str = "cli"
 
 
-def C(id, argv, rc=2, **kw) -> Case:
-    return Case(id, argv.split() if isinstance(argv, str) else argv, rc, **kw)
+def C(id, command: str, rc=2, **kw) -> Case:
+    """A case: `command` is the kernelscope command line, split as a shell would (quotes group)."""
+    return Case(id, shlex.split(command), rc, **kw)
 
 
 CORPUS: list[Case] = [
@@ -371,13 +373,13 @@ CORPUS: list[Case] = [
       files={"b.json": _baseline(lambda d: d), "s.toml": SUITE_HEAD + '[[case]]\nname="x"\ntarget="rmsnorm"\n'
                                                                     '[[rule]]\nmatch="static:*"\nrel=-1\n'},
       says="rel"),
-    C("gate-rule-without-value", ["gate", "--baseline", "b.json", "--rule", "static:*", "rel"],
+    C("gate-rule-without-value", "gate --baseline b.json --rule static:* rel",
       files={"b.json": _baseline(lambda d: d)}, says="KEY=VALUE"),
-    C("gate-rule-not-number", ["gate", "--baseline", "b.json", "--rule", "static:*", "rel=big"],
+    C("gate-rule-not-number", "gate --baseline b.json --rule static:* rel=big",
       files={"b.json": _baseline(lambda d: d)}, says="big"),
-    C("gate-rule-unknown-key", ["gate", "--baseline", "b.json", "--rule", "static:*", "speed=1"],
+    C("gate-rule-unknown-key", "gate --baseline b.json --rule static:* speed=1",
       files={"b.json": _baseline(lambda d: d)}, says="speed"),
-    C("gate-rule-bad-better", ["gate", "--baseline", "b.json", "--rule", "timing:*", "better=up"],
+    C("gate-rule-bad-better", "gate --baseline b.json --rule timing:* better=up",
       files={"b.json": _baseline(lambda d: d)}, says="better"),
     C("gate-min-effect-negative", "gate --baseline b.json --min-effect -1", files={"b.json": _baseline(lambda d: d)},
       says="min-effect"),
@@ -450,7 +452,7 @@ CORPUS: list[Case] = [
     C("run-shape-negative", "run gemm --shape M=-1,N=64,K=64", says="negative"),
     C("run-shape-zero", "run gemm --shape M=0,N=64,K=64", says="positive"),
     C("run-shape-wrong-keys", "run gemm --shape X=1", says="shape keys"),
-    C("run-shape-empty", ["run", "gemm", "--shape", ""], says="empty"),
+    C("run-shape-empty", "run gemm --shape ''", says="empty"),
     C("run-config-unknown-key", "run gemm --config colour=3", says="colour"),
     C("run-config-not-key-value", "run gemm --config tile_n", says="KEY=VALUE"),
     C("run-dtype-unknown", "run gemm --dtype int3", says="int3"),
@@ -459,7 +461,7 @@ CORPUS: list[Case] = [
     C("profile-set-unknown", "profile rmsnorm --set nosuchset", says="nosuchset"),
     C("profile-set-mixed", "profile rmsnorm --set full --set SpeedOfLight", says="combined"),
     C("profile-section-bad-name", "profile rmsnorm --section speed-of-light", says="speed-of-light"),
-    C("profile-metrics-bad-name", ["profile", "rmsnorm", "--metrics", "dram bytes"], says="metric"),
+    C("profile-metrics-bad-name", "profile rmsnorm --metrics 'dram bytes'", says="metric"),
     C("sweep-config-type", "sweep rmsnorm --config threads=abc", says="threads"),
     C("sweep-config-no-values", "sweep rmsnorm --config threads=", says="threads"),
     C("inspect-unknown-target", "inspect nosuch", says="nosuch"),

@@ -151,11 +151,7 @@ extern "C" __global__ void grid_too_small_fast(const float4* __restrict__ in, fl
 // occupancy_registers_slow carries a path never taken at run time (rare == 0) that holds 96
 // values live, so the kernel is allocated ~100 registers and fits 2 blocks of 256 per SM.
 // occupancy_shared_memory_slow is launched with 100 KB of dynamic shared memory it never uses.
-__device__ __forceinline__ float stream_op(float x) { return x * 1.5f - 0.25f; }
-extern "C" __global__ void occupancy_registers_fast(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = stream_op(in[i]);
-}
+extern "C" __global__ void occupancy_registers_fast(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
 constexpr int kRareLive = 96;
 extern "C" __global__ void occupancy_registers_slow(const float* __restrict__ in, float* __restrict__ out, int rare) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -172,14 +168,8 @@ extern "C" __global__ void occupancy_registers_slow(const float* __restrict__ in
     }
     out[i] = stream_op(in[i]);
 }
-extern "C" __global__ void occupancy_shared_memory_fast(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = stream_op(in[i]);
-}
-extern "C" __global__ void occupancy_shared_memory_slow(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = stream_op(in[i]);
-}
+extern "C" __global__ void occupancy_shared_memory_fast(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
+extern "C" __global__ void occupancy_shared_memory_slow(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
 
 // ---------------------------------------------------------------- unfused-fp32
 // 256 steps of x = x * a + b: one FFMA each in the fast kernel, FMUL + FADD (round-to-nearest

@@ -141,12 +141,7 @@ def explain_rule(rule_id: str, files: Sequence[str] = ()) -> dict[str, Any]:
     section and the file it comes from. A UserError (with close ids) when no rule has the id."""
     from kernelscope.rules.engine import load_rules
 
-    ruleset = load_rules(files)
-    rule = ruleset.rules.get(rule_id)
-    if rule is None:
-        close = [r for r in ruleset.rules if rule_id in r or r in rule_id]
-        also = f"; did you mean {', '.join(close[:3])}?" if close else ""
-        raise UserError(f"no rule has the id {rule_id!r} (see `kernelscope rules list`){also}")
+    rule = load_rules(files).rule(rule_id)
     return {
         "id": rule.id,
         "title": rule.title,

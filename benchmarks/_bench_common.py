@@ -1,12 +1,15 @@
-"""What the GEMM benchmark scripts share: the --shapes list, random operands, interleaved timing
-passes, round-robin timing with paired per-round ratios (and their bootstrap interval over
-shapes), the GPU clock readings, the geomean over shapes, and the JSON result file with the
-run's environment and command.
+"""What the benchmark scripts share: the argument parsers, the GPU check of main, the timed fresh
+`kernelscope` process of the wall-time benchmarks, the --shapes list, random operands, the
+GEMM-vs-cuBLAS loop and its result file, interleaved timing passes, round-robin timing with
+paired per-round ratios (and their bootstrap interval over shapes), the GPU clock readings, the
+geomean over shapes, and the JSON result file with the run's environment and command.
 
 The scripts run as `python benchmarks/<script>.py`, so this module is imported by its plain name
 (the script's folder is first on sys.path).
 """
 
+import argparse
+import functools
 import json
 import math
 import os
@@ -14,6 +17,31 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
+
+
+def bench_parser(doc: str, shapes_help: str) -> argparse.ArgumentParser:
+    """A benchmark script's argument parser: its description (the docstring's first line), --out
+    and --shapes."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument("--shapes", help=shapes_help)
+    return p
+
+
+def budget_arguments(argv, budget: float, what: str) -> argparse.Namespace:
+    """--budget (seconds allowed for the median `what`) and --runs of a wall-time benchmark."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--budget", type=float, default=budget, help=f"seconds allowed for the median {what}")
+    p.add_argument("--runs", type=int, default=3)
+    return p.parse_args(argv)
+
+
+def timed_kernelscope(args, env=None) -> tuple[float, subprocess.CompletedProcess]:
+    """`python -m kernelscope ARGS` in a fresh process: (wall seconds, the finished process)."""
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True, env=env)
+    return time.perf_counter() - start, proc
 
 
 def parse_shapes(text: str | None, suite) -> list[dict[str, int]]:
@@ -260,6 +288,24 @@ def _clock_value(text):
         return text                       # e.g. the reasons bitmask "0x0000000000000000"
 
 
+def gpu_main(script: str, parse_args):
+    """Makes `run(args, argv, torch, dev)` the main(argv=None) of a GPU benchmark script: the
+    arguments parsed first (--help and usage errors need no GPU), then exit status 2 with one
+    line on stderr where no CUDA GPU is visible; `dev` is GPU 0's properties."""
+    def wrap(run):
+        @functools.wraps(run)
+        def main(argv=None):
+            args = parse_args(argv)
+            import torch
+
+            if not torch.cuda.is_available():
+                print(f"{script}: no CUDA GPU available", file=sys.stderr)
+                return 2
+            return run(args, argv, torch, torch.cuda.get_device_properties(0))
+        return main
+    return wrap
+
+
 def launch_and_check(torch, run, out, ref32) -> tuple[float, bool]:
     """One launch into `out` refilled with NaN: (relative Frobenius error against ref32, every
     element written)."""
@@ -283,6 +329,64 @@ def versus_cublas(flops: float, ms: float, ms_ref: float) -> dict:
     return {"ms": ms, "tflops": tflops(flops, ms),
             "cublas_ms": ms_ref, "cublas_tflops": tflops(flops, ms_ref),
             "ratio_vs_cublas": ms_ref / ms}
+
+
+GEMM_LAYOUT = "A row-major (K-major), B row-major (N-major), C row-major"
+
+
+def gemm_configs_vs_cublas(torch, shape, tdt, configs, bind, rejected, rep_ms: float):
+    """Each config at one shape against cuBLAS (torch.mm): bound by `bind(cfg, {"a", "b", "out"})`
+    (a config the kernel refuses with `rejected` is said and skipped), checked against the fp32
+    product, then timed in two interleaved passes. Yields (cfg, row, passes): the row has the
+    shape, config, rates vs cuBLAS, the passes' medians, the error and the compile time."""
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    a, b, out = gemm_operands(torch, shape, tdt)
+    ref_out = torch.empty((M, N), dtype=tdt, device="cuda")
+    ref32 = a.float() @ b.float()
+    cublas = lambda: torch.mm(a, b, out=ref_out)  # noqa: E731
+    for cfg in configs:
+        t0 = time.time()
+        try:
+            ours = bind(cfg, {"a": a, "b": b, "out": out})
+        except rejected as e:
+            print(f"{M}x{N}x{K} {cfg}: rejected: {e}")
+            continue
+        compile_s = time.time() - t0
+        rel, finite = launch_and_check(torch, ours, out, ref32)
+        passes = interleaved_passes([ours, cublas], 2, rep_ms)
+        ms, ms_ref = mean_of_medians(passes)
+        row = {"shape": shape, "config": cfg.to_dict(), **versus_cublas(2.0 * M * N * K, ms, ms_ref),
+               "passes": [{"ours": p[0].to_dict() | {"samples_ms": None},
+                           "cublas": p[1].to_dict() | {"samples_ms": None}} for p in passes],
+               "rel_norm_error": rel, "all_written": finite, "compile_s": compile_s}
+        yield cfg, row, passes
+
+
+def versus_cublas_line(row, passes) -> str:
+    """The printed line of one row of gemm_configs_vs_cublas."""
+    M, N, K = row["shape"]["M"], row["shape"]["N"], row["shape"]["K"]
+    return (f"{M:>5}x{N:>5}x{K:>5}  ours {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  "
+            f"ratio {row['ratio_vs_cublas']:.3f}  (passes {passes[0][0].median_ms:.4f}/{passes[1][0].median_ms:.4f} "
+            f"vs {passes[0][1].median_ms:.4f}/{passes[1][1].median_ms:.4f} ms)  err {row['rel_norm_error']:.1e}")
+
+
+def finish_versus_cublas(kernel: str, rows, args, argv, dev, torch, **fields) -> int:
+    """Prints the geomean ratio vs cuBLAS over the shapes and, with --out, writes the result file
+    of benchmarks/bench_<kernel>.py (`fields` added to it). The exit status: 1 when no config ran."""
+    if not rows:
+        return 1
+    geo, shapes = best_ratio_geomean(rows)
+    print(f"geomean ratio vs cuBLAS over {shapes} shapes: {geo:.3f}")
+    if args.out:
+        write_json(args.out, {
+            "kernel": kernel, "dtype": args.dtype, "layout": GEMM_LAYOUT, **environment(dev, torch),
+            "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
+                      "before each, warm-up, median; two interleaved passes per side, mean of medians",
+            "reference": "cuBLAS via torch.mm(a, b, out=...)", **fields,
+            "geomean_ratio_vs_cublas": geo, "results": rows,
+            "command": command_line(f"benchmarks/bench_{kernel}.py", argv, os.path.basename(sys.executable))})
+        print(f"wrote {args.out}")
+    return 0
 
 
 def best_ratio_geomean(rows) -> tuple[float, int]:

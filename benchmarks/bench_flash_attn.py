@@ -12,14 +12,13 @@ error next to that of torch's attention in bf16 on the same heads, and whether e
 the whole output was written.
 """
 
-import argparse
 import json
 import os
 import sys
 import time
 
-from _bench_common import (ClockSampler, clock_fields, clock_summary, command_line, environment, geomean,
-                           paired_ratios, quartiles, round_robin, write_json)
+from _bench_common import (ClockSampler, bench_parser, clock_fields, clock_summary, command_line,
+                           environment, geomean, gpu_main, paired_ratios, quartiles, round_robin, write_json)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -27,9 +26,7 @@ REFERENCES = ["sdpa", "sdpa.cudnn", "sdpa.flash", "fa4"]
 
 
 def _parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="write the results as JSON here")
-    p.add_argument("--shapes", help="subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
+    p = bench_parser(__doc__, "subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
     p.add_argument("--config", help="JSON config for every shape (default: the spec's config for the shape, flash_attn.tuned_config)")
     p.add_argument("--refs", default=",".join(REFERENCES), help="references to time")
     p.add_argument("--also", help="JSON list of further configs, timed on the causal shapes "
@@ -63,19 +60,13 @@ def _shapes(text):
     return out
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    import torch
-
+@gpu_main("bench_flash_attn", _parse_args)
+def main(args, argv, torch, dev):
     from kernelscope.kernels import flash_attn as fa
     from kernelscope.kernels import references
     from kernelscope.kernels.spec import ConfigRejected
     from kernelscope.profiler.timing import tflops
 
-    if not torch.cuda.is_available():
-        print("bench_flash_attn: no CUDA GPU available", file=sys.stderr)
-        return 2
-    dev = torch.cuda.get_device_properties(0)
     if args.deadline:
         import faulthandler
         faulthandler.dump_traceback_later(args.deadline, exit=True)

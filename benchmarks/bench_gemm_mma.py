@@ -12,23 +12,19 @@ two medians. With --hmma-ceiling FILE the rate is also given as a fraction of th
 mma.sync ceiling measured by benchmarks/hmma_ceiling.py.
 """
 
-import argparse
 import json
 import os
 import sys
-import time
 
 from _bench_common import (
-    best_ratio_geomean, command_line, environment, gemm_operands, interleaved_passes, launch_and_check,
-    mean_of_medians, parse_shapes, versus_cublas, write_json)
+    bench_parser, finish_versus_cublas, gemm_configs_vs_cublas, gemm_operands, gpu_main, parse_shapes,
+    versus_cublas_line)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 
 def _parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="write the results as JSON here")
-    p.add_argument("--shapes", help="subset, e.g. '4096x4096x4096,8192x8192x8192' (MxNxK)")
+    p = bench_parser(__doc__, "subset, e.g. '4096x4096x4096,8192x8192x8192' (MxNxK)")
     p.add_argument("--configs", help="JSON list of configs to time at every shape (default: the kernel's default)")
     p.add_argument("--rep-ms", type=float, default=150.0, help="timed budget per measurement")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
@@ -61,20 +57,13 @@ def _profile_once(args):
     return 0
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    import torch
-
-    if not torch.cuda.is_available():
-        print("bench_gemm_mma: no CUDA GPU available", file=sys.stderr)
-        return 2
+@gpu_main("bench_gemm_mma", _parse_args)
+def main(args, argv, torch, dev):
     if args.profile_once:
         return _profile_once(args)
 
     from kernelscope.kernels import gemm_mma
-    from kernelscope.profiler.timing import tflops
 
-    dev = torch.cuda.get_device_properties(0)
     tdt = getattr(torch, args.dtype)
     ceiling = None
     if args.hmma_ceiling and os.path.exists(args.hmma_ceiling):
@@ -87,63 +76,17 @@ def main(argv=None):
         if args.configs else [gemm_mma.MmaGemmConfig()]
     rows = []
     for shape in _shapes(args.shapes):
-        M, N, K = shape["M"], shape["N"], shape["K"]
-        flops = 2.0 * M * N * K
-        a, b, out = gemm_operands(torch, shape, tdt)
-        ref_out = torch.empty((M, N), dtype=tdt, device="cuda")
-        ref32 = a.float() @ b.float()
-        cublas = lambda: torch.mm(a, b, out=ref_out)  # noqa: E731
-        for cfg in configs:
-            t0 = time.time()
-            try:
-                ours = gemm_mma.bind_gemm_mma(cfg, {"a": a, "b": b, "out": out})
-            except gemm_mma.ConfigRejected as e:
-                print(f"{M}x{N}x{K} {cfg}: rejected: {e}")
-                continue
-            compile_s = time.time() - t0
-            rel, finite = launch_and_check(torch, ours, out, ref32)
-            passes = interleaved_passes([ours, cublas], 2, args.rep_ms)
-            ms, ms_ref = mean_of_medians(passes)
+        for cfg, row, passes in gemm_configs_vs_cublas(torch, shape, tdt, configs, gemm_mma.bind_gemm_mma,
+                                                       gemm_mma.ConfigRejected, args.rep_ms):
             grid, resources = gemm_mma.persistent_grid(cfg, args.dtype, "n")
-            row = {
-                "shape": shape, "config": cfg.to_dict(),
-                "stages": gemm_mma.resolve_config(cfg).stages,
-                "grid_blocks": grid, "resources": resources,
-                **versus_cublas(flops, ms, ms_ref),
-                "fraction_of_hmma_ceiling": tflops(flops, ms) / ceiling["ceiling_tflops"] if ceiling else None,
-                "passes": [{"ours": {k: v for k, v in p[0].to_dict().items() if k != "samples_ms"},
-                            "cublas": {k: v for k, v in p[1].to_dict().items() if k != "samples_ms"}}
-                           for p in passes],
-                "rel_norm_error": rel, "all_written": finite, "compile_s": compile_s,
-            }
+            row.update(stages=gemm_mma.resolve_config(cfg).stages, grid_blocks=grid, resources=resources,
+                       fraction_of_hmma_ceiling=row["tflops"] / ceiling["ceiling_tflops"] if ceiling else None)
             rows.append(row)
             frac = f"  {row['fraction_of_hmma_ceiling']:.2f} of HMMA ceiling" if ceiling else ""
-            print(f"{M:>5}x{N:>5}x{K:>5}  ours {row['tflops']:7.1f} TFLOP/s  cuBLAS "
-                  f"{row['cublas_tflops']:7.1f}  ratio {row['ratio_vs_cublas']:.3f}{frac}  "
-                  f"(passes {passes[0][0].median_ms:.4f}/{passes[1][0].median_ms:.4f} vs "
-                  f"{passes[0][1].median_ms:.4f}/{passes[1][1].median_ms:.4f} ms)  err {rel:.1e} "
-                  f"written {finite}  {_short(cfg)} regs {resources['registers']} grid {grid}", flush=True)
-    if not rows:
-        return 1
-    geo, shapes = best_ratio_geomean(rows)
-    print(f"geomean ratio vs cuBLAS over {shapes} shapes: {geo:.3f}")
-    if args.out:
-        result = {
-            "kernel": "gemm_mma", "dtype": args.dtype,
-            "layout": "A row-major (K-major), B row-major (N-major), C row-major",
-            **environment(dev, torch),
-            "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
-                      "before each, warm-up, median; two interleaved passes per side, mean of medians",
-            "clocks": "as found (not locked)",
-            "reference": "cuBLAS via torch.mm(a, b, out=...)",
-            "hmma_ceiling_tflops": ceiling["ceiling_tflops"] if ceiling else None,
-            "geomean_ratio_vs_cublas": geo,
-            "results": rows,
-            "command": command_line("benchmarks/bench_gemm_mma.py", argv),
-        }
-        write_json(args.out, result)
-        print(f"wrote {args.out}")
-    return 0
+            print(f"{versus_cublas_line(row, passes)} written {row['all_written']}{frac}  {_short(cfg)} "
+                  f"regs {resources['registers']} grid {grid}", flush=True)
+    return finish_versus_cublas("gemm_mma", rows, args, argv, dev, torch, clocks="as found (not locked)",
+                                hmma_ceiling_tflops=ceiling["ceiling_tflops"] if ceiling else None)
 
 
 def _short(cfg):

@@ -22,15 +22,14 @@ resampled within each shape), and a verdict per target: met / not met / unresolv
 Every shape is checked against the fp32 reference first (relative Frobenius error, worst row).
 """
 
-import argparse
 import json
 import os
 import sys
 import time
 
 from _bench_common import (
-    ClockSampler, bootstrap_geomean_of_medians, clock_fields, clock_summary, command_line, environment, geomean,
-    gpu_clock_reading, paired_ratios, parse_shapes, quartiles, round_robin, verdict, write_json)
+    ClockSampler, bench_parser, bootstrap_geomean_of_medians, clock_fields, clock_summary, command_line,
+    environment, geomean, gpu_clock_reading, gpu_main, paired_ratios, parse_shapes, quartiles, round_robin, verdict, write_json)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -39,9 +38,7 @@ UNFUSED_TARGET = 1.05       # torch unfused / fused at least this
 
 
 def _parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", help="write the results as JSON here")
-    p.add_argument("--shapes", help="subset, e.g. '8192x4096x4096' (MxNxK); default: the suite")
+    p = bench_parser(__doc__, "subset, e.g. '8192x4096x4096' (MxNxK); default: the suite")
     p.add_argument("--config", help="JSON config of the fused kernel (default: GemmRmsNormConfig())")
     p.add_argument("--also", help="JSON list of further configs, timed at the first --also-shapes")
     p.add_argument("--also-shapes", type=int, default=2, help="how many shapes the --also configs run")
@@ -174,17 +171,12 @@ def _config_summary(rs, draws):
     return out
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    import torch
+@gpu_main("bench_gemm_rmsnorm", _parse_args)
+def main(args, argv, torch, dev):
     import torch.nn.functional as F
 
     from kernelscope.kernels import gemm_rmsnorm as fused
 
-    if not torch.cuda.is_available():
-        print("bench_gemm_rmsnorm: no CUDA GPU available", file=sys.stderr)
-        return 2
-    dev = torch.cuda.get_device_properties(0)
     uuid = f"GPU-{dev.uuid}" if getattr(dev, "uuid", None) else None
     fields = clock_fields(uuid)
     if fields is None and uuid:

@@ -11,33 +11,26 @@ no GPU.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _bench_common import budget_arguments, timed_kernelscope
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "tests" / "examples" / "smem_reverse.py"
 
 
 def inspect(target: str, env: dict[str, str]) -> tuple[float, dict | None, str]:
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kernelscope", "inspect", target, "--format", "json"],
-                          capture_output=True, text=True, env=env)
-    elapsed = time.perf_counter() - start
+    elapsed, proc = timed_kernelscope(["inspect", target, "--format", "json"], env)
     return elapsed, (json.loads(proc.stdout) if proc.returncode == 0 else None), proc.stderr
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--budget", type=float, default=2.0, help="seconds allowed for the median cached run")
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+def main(argv=None) -> int:
+    args = budget_arguments(argv, 2.0, "cached run")
     with tempfile.TemporaryDirectory() as tmp:
         # A folder of its own: the cache key hashes the kernel file's neighbours too.
         kernel = Path(tmp) / "kernel" / EXAMPLE.name

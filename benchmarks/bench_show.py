@@ -9,33 +9,28 @@ budget (3 s on the CI machine).
 
 from __future__ import annotations
 
-import argparse
 import lzma
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _bench_common import budget_arguments, timed_kernelscope
 
 REPORT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "h200-torch-242-launches.metrics6.ncu-rep.xz"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--budget", type=float, default=3.0, help="seconds allowed for the median run")
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+def main(argv=None) -> int:
+    args = budget_arguments(argv, 3.0, "run")
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / REPORT.name.removesuffix(".xz")
         with lzma.open(REPORT) as src, open(report, "wb") as dst:
             shutil.copyfileobj(src, dst)
         times = []
         for _ in range(args.runs):
-            start = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "kernelscope", "show", str(report)], capture_output=True, text=True)
-            times.append(time.perf_counter() - start)
+            elapsed, proc = timed_kernelscope(["show", str(report)])
+            times.append(elapsed)
             if proc.returncode != 0:
                 print(proc.stderr, file=sys.stderr)
                 return 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from kernelscope.cli.report_commands import list_format_option
-from kernelscope.errors import UserError
 
 _RULES_OPTION_HELP = "Extra rule file(s) (TOML, docs/rules.md) adding rules, replacing rules by id, or overriding thresholds."
 
@@ -46,12 +45,7 @@ def explain_rule(rule_id, rule_files):
     from kernelscope.reports.terminal import make_console
     from kernelscope.rules.engine import load_rules
 
-    ruleset = load_rules(rule_files)
-    rule = ruleset.rules.get(rule_id)
-    if rule is None:
-        close = [r for r in ruleset.rules if rule_id in r or r in rule_id]
-        also = f"; did you mean {', '.join(close[:3])}?" if close else ""
-        raise UserError(f"no rule has the id {rule_id!r} (see `kernelscope rules list`){also}")
+    rule = load_rules(rule_files).rule(rule_id)
     console = make_console()
     console.print(f"[bold]{rule.id}[/bold] — {rule.title}")
     console.print(f"  severity:   {rule.severity}")

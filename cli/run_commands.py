@@ -14,29 +14,14 @@ import re
 
 import click
 
-from kernelscope.api.measuring import reference_name, require_gpu
+from kernelscope.api.measuring import reference_name, require_gpu, resolve_target
 from kernelscope.cli.output_files import atomic_path, check_output_file, check_output_folder, force_option
 from kernelscope.errors import UserError
 from kernelscope.reports.run_output import print_run as _print_run
 
 
 def _spec_and_shapes(target: str, shapes: tuple[str, ...], dtype: str | None, configs: tuple[str, ...], *, several: bool):
-    from kernelscope.kernels import registry
-    from kernelscope.profiler import measure
-    from kernelscope.profiler.assignments import parse_config, parse_shape
-
-    spec = registry.resolve(target)
-    parsed_shapes = [parse_shape(s) for s in shapes]
-    if not parsed_shapes and spec.default_shapes:
-        parsed_shapes = [dict(spec.default_shapes[0])]
-    if not parsed_shapes:
-        raise UserError(f"{spec.name} has no default shape: pass --shape")
-    for shape in parsed_shapes:
-        measure.check_shape_keys(spec, shape)
-    dtype = dtype or (spec.dtypes[0] if spec.dtypes else "bfloat16")
-    measure.validate_dtype(spec, dtype)
-    config = parse_config(configs, several=several)
-    measure.check_config_keys(spec, config)
+    spec, parsed_shapes, dtype, config = resolve_target(target, shapes, dtype, configs, multi=several)
     _check_config_types(spec, config, several)
     return spec, parsed_shapes, dtype, config
 
@@ -62,10 +47,18 @@ def _write_json(path: str, data, force: bool) -> None:
             json.dump(data, f, indent=1, default=str)
 
 
-# One shape for profile and sweep (run takes several); the syntax is the one of every command.
-_one_shape_option = click.option(
-    "--shape", default=None,
-    help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes).")
+def _target_arguments(shape_option):
+    """TARGET, --vs, the command's --shape (several for run and sweep, one for profile; the syntax is
+    the one of every command) and --dtype: the first arguments of run, profile and sweep."""
+    vs_option = click.option("--vs", "vs", default=None,
+                             help="Reference name (default: the target's first); 'none' for none.")
+    dtype_option = click.option("--dtype", default=None, help="Input dtype (default: the target's first).")
+
+    def apply(command):
+        for decorator in (dtype_option, shape_option, vs_option, click.argument("target")):
+            command = decorator(command)
+        return command
+    return apply
 
 
 def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
@@ -82,12 +75,10 @@ def _do_bench_target(spec, shape, dtype, config, seed, arch, rep_ms) -> float:
 
 
 @click.command("run")
-@click.argument("target")
-@click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@click.option("--shape", "shapes", multiple=True,
-              help="NAME=SIZE,... e.g. M=4096,N=4096, repeatable: each is one shape (default: the target's first; "
-                   "syntax: README, Configs and shapes).")
-@click.option("--dtype", default=None, help="Input dtype (default: the target's first).")
+@_target_arguments(click.option(
+    "--shape", "shapes", multiple=True,
+    help="NAME=SIZE,... e.g. M=4096,N=4096, repeatable: each is one shape (default: the target's first; "
+         "syntax: README, Configs and shapes)."))
 @click.option("--config", "configs", multiple=True,
               help="KEY=VALUE,... over the default config, e.g. stages=4,cluster=2x1 (repeatable).")
 @click.option("--seed", default=0, show_default=True)
@@ -195,10 +186,9 @@ def profile_once(spec, target, ref, shape, dtype, config, report_path, section_s
 
 
 @click.command("profile")
-@click.argument("target")
-@click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@_one_shape_option
-@click.option("--dtype", default=None)
+@_target_arguments(click.option(
+    "--shape", default=None,
+    help="NAME=SIZE,... e.g. M=4096,N=4096 (default: the target's first; syntax: README, Configs and shapes)."))
 @click.option("--config", "configs", multiple=True,
               help="KEY=VALUE,... over the default config, e.g. stages=4,cluster=2x1 (repeatable).")
 @click.option("--set", "sets", multiple=True, help="quick (default: the catalog's metrics by name, fewest passes), sections (curated ncu sections), full, "
@@ -287,11 +277,9 @@ def _absolute_target(target: str) -> str:
 
 
 @click.command("sweep")
-@click.argument("target")
-@click.option("--vs", "vs", default=None, help="Reference name (default: the target's first); 'none' for none.")
-@click.option("--shape", "shapes", multiple=True,
-              help="NAME=SIZE,... (repeatable: every config at every shape; default: the target's first).")
-@click.option("--dtype", default=None)
+@_target_arguments(click.option(
+    "--shape", "shapes", multiple=True,
+    help="NAME=SIZE,... (repeatable: every config at every shape; default: the target's first)."))
 @click.option("--config", "configs", multiple=True,
               help="KEY=V1,V2,... e.g. threads=128,256,vec=4,8 (repeatable); every combination is tried. "
                    "Default: the target's config space.")

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from kernelscope.errors import UserError
 from kernelscope.gate.environment import version_number
-from kernelscope.profiler.sources import read_json
+from kernelscope.profiler.documents import read_json
 
 SCHEMA = "kernelscope.baseline"
 SCHEMA_VERSION = 1

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 from kernelscope.errors import UserError
 from kernelscope.gate.policy import MetricRule
+from kernelscope.profiler.documents import read_toml
 
 _SUITE_KEYS = {"name", "description", "static_only", "registry", "samples", "warmup_ms", "flush_l2",
                "fresh_inputs", "ncu", "ncu_sections", "cache_control", "seed"}
@@ -140,15 +135,7 @@ def expand_case(entry: Mapping[str, Any], suite: Suite, where: str) -> list[Case
 def load_suite(path: str | os.PathLike) -> Suite:
     """Read and check a suite file; UserError (one line) for anything wrong in it."""
     path = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such suite file") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML ({e})") from None
+    data = read_toml(path, "suite file")
     unknown = sorted(set(data) - {"suite", "case", "rule"})
     if unknown:
         raise UserError(f"{path}: unknown table {', '.join(unknown)} (known: suite, case, rule)")

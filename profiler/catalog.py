@@ -8,21 +8,16 @@ more files. See catalog.toml for the entry format.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 from kernelscope.errors import UserError
 from kernelscope.profiler.derived import COMPUTED
 from kernelscope.profiler.expression import FUNCTIONS, Expression, ExpressionError, parse
 from kernelscope.profiler.record import KernelProfile
+from kernelscope.profiler.documents import read_toml
 
 BUILTIN_DIR = Path(__file__).parent
 DIRECTIONS = ("lower", "higher", "none")
@@ -157,16 +152,7 @@ def load_catalog(extra_files: Iterable[str | Path] = ()) -> Catalog:
 
 
 def _merge_file(catalog: Catalog, path: Path) -> None:
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such catalog file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a folder, not a catalog file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read the catalog file ({getattr(e, 'strerror', None) or e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML ({e})") from None
+    data = read_toml(path, "catalog file")
     unknown = sorted(set(data) - {"view", "metric"})
     if unknown:
         raise UserError(f"{path}: unknown top-level key {unknown[0]!r} (a catalog file holds [[view]] and [[metric]] entries)")

@@ -220,28 +220,21 @@ def diagnose(o: torch.Tensor, r: torch.Tensor, bad: torch.Tensor, finite: torch.
                          f"{row_name}s {_ranges(bad_rows)}): a per-{row_name} term is wrong")
 
     # Per-row or per-column scale factor: out = s * ref with s constant along one dim.
-    def _scale_along(dim: int) -> torch.Tensor | None:
+    def _scale_along(dim: int, name: str, example: str) -> None:
         num = (o * r).sum(dim=dim, keepdim=True)
         den = (r * r).sum(dim=dim, keepdim=True).clamp_min(1e-30)
         s = num / den
         resid = (o - s * r).abs()
         if float(resid.max()) <= 2 * tol and float((s - 1).abs().max()) > 1e-3:
-            return s.flatten()
-        return None
+            s = s.flatten()
+            off = torch.nonzero((s - 1).abs() > 1e-3).flatten().tolist()
+            found.append(f"each {name} is the reference times a per-{name} factor "
+                         f"(factors {float(s.min()):.4g}..{float(s.max()):.4g}, off in {name}s {_ranges(off)}): "
+                         f"a per-{name} scale (e.g. {example}) is wrong")
 
     if cols >= 4:
-        s = _scale_along(1)
-        if s is not None:
-            off = torch.nonzero((s - 1).abs() > 1e-3).flatten().tolist()
-            found.append(f"each {row_name} is the reference times a per-{row_name} factor "
-                         f"(factors {float(s.min()):.4g}..{float(s.max()):.4g}, off in {row_name}s {_ranges(off)}): "
-                         f"a per-{row_name} scale (e.g. a normalisation) is wrong")
+        _scale_along(1, row_name, "a normalisation")
     if rows >= 4:
-        s = _scale_along(0)
-        if s is not None:
-            off = torch.nonzero((s - 1).abs() > 1e-3).flatten().tolist()
-            found.append(f"each {col_name} is the reference times a per-{col_name} factor "
-                         f"(factors {float(s.min()):.4g}..{float(s.max()):.4g}, off in {col_name}s {_ranges(off)}): "
-                         f"a per-{col_name} scale (e.g. a weight) is wrong")
+        _scale_along(0, col_name, "a weight")
 
     return found

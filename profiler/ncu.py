@@ -20,6 +20,7 @@ from typing import Any
 
 from kernelscope.errors import UserError
 from kernelscope.profiler import worker
+from kernelscope.profiler.documents import read_json_or_empty
 from kernelscope.toolchain.tools import find_cuda_tool
 
 # Named sets (`profile --set NAME`):
@@ -275,13 +276,8 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
     output = (proc.stdout or "") + (proc.stderr or "")
     if echo is not None:
         echo(output)
-    status: dict[str, Any] = {}
+    status = read_json_or_empty(status_path)
     if os.path.isfile(status_path):
-        try:
-            with open(status_path) as f:
-                status = json.load(f)
-        except (OSError, ValueError):
-            status = {}
         os.unlink(status_path)
     report_exists = os.path.isfile(req.report_path)
     passes = parse_passes(output)

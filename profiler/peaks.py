@@ -7,8 +7,8 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
 
+from kernelscope.profiler.documents import read_json_or_empty
 from kernelscope.profiler.timing import gbps, tflops, time_callable
 
 
@@ -38,13 +38,7 @@ def measure_peaks(need_matmul: bool, *, refresh: bool = False) -> Peaks:
 
     key = _peak_key(torch)
     path = _cache_path()
-    cache: dict[str, Any] = {}
-    if os.path.isfile(path):
-        try:
-            with open(path) as f:
-                cache = json.load(f)
-        except (OSError, ValueError):
-            cache = {}
+    cache = read_json_or_empty(path)
     entry = dict(cache.get(key) or {})
     cached = bool(entry) and not refresh
     if refresh or entry.get("copy_gbps") is None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-from typing import Any
 
 from kernelscope.errors import UserError
+from kernelscope.profiler.documents import read_json
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.report import REPORT_MAGIC, decompressed, load_report
 from kernelscope.profiler.worker import NVTX_PREFIX, REFERENCE_RANGE, TARGET_RANGE
@@ -45,17 +44,6 @@ def load_profile_run(path: str | Path, lines: bool = False) -> tuple[KernelProfi
     profiles = load_profiles(path, group_nvtx_prefix=NVTX_PREFIX, lines=lines)
     by_name = {p.name: p for p in profiles}
     return by_name.get(TARGET_RANGE), by_name.get(REFERENCE_RANGE), profiles
-
-
-def read_json(path: str | Path, what: str = "file", readable: str = "valid JSON") -> Any:
-    """A JSON document from a file; a one-line UserError when it is missing or not JSON."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such {what}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{path}: not {readable} ({e})") from None
 
 
 def _load_json(path: Path) -> list[KernelProfile]:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kernelscope.toolchain.sass_lines import listed_instruction
+
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
-_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?(.*?)\s*;")
 # cuobjdump writes a branch target as an address (`BRA 0x710`), nvdisasm as a label (`(.L_x_4)`).
 _BRANCH_TARGET = re.compile(r"^BRA\b(?:.*?`\((\.L_x_\d+)\)|\s+(?:\S+\s+)?(0x[0-9a-fA-F]+))")
 _DEPBAR_DEPTH = re.compile(r"^WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*(0x[0-9a-fA-F]+|\d+)")
@@ -35,10 +36,10 @@ def wgmma_waits(sass: str) -> WgmmaWaits:
         if label:
             labels[label.group(1)] = len(instructions)
             continue
-        m = _INSTRUCTION.match(line)
-        if m:
-            labels[hex(int(m.group(1), 16))] = len(instructions)
-            instructions.append(m.group(2))
+        listed = listed_instruction(line)
+        if listed is not None:
+            labels[hex(listed.offset)] = len(instructions)
+            instructions.append(listed.instruction)
 
     groups = serialized = 0
     start = None

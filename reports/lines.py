@@ -8,6 +8,7 @@ from rich.text import Text
 
 from kernelscope.profiler.line_compare import LineComparison, file_identity, weight
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, LineRecord
+from kernelscope.reports.terminal import report_table
 
 SOURCE_WIDTH = 64
 SASS_LINES = 5          # lines whose SASS is listed under the table
@@ -169,10 +170,7 @@ def print_line_comparison(console: Console, c: LineComparison, a_title: str, b_t
         console.print(table)
         return
     for name, rows, what in (("Per source file", c.files, "file"), ("Per opcode class", c.classes, "class")):
-        table = Table(show_edge=False, pad_edge=False, title=f"{name} ({unit})", title_justify="left")
-        table.add_column(what.capitalize())
-        table.add_column("A", justify="right")
-        table.add_column("B", justify="right")
+        table = report_table(f"{name} ({unit})", what.capitalize(), "A", "B")
         for r in rows[:limit]:
             table.add_row(r.name, pct(r.a_share) if r.a_share is not None else "-",
                           pct(r.b_share) if r.b_share is not None else "-")

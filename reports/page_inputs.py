@@ -13,7 +13,8 @@ from kernelscope.profiler.catalog import load_catalog
 from kernelscope.profiler.compare import compare
 from kernelscope.profiler.ncu import SIDECAR_SUFFIX
 from kernelscope.profiler.selection import resolve_one, select_profiles, split_spec
-from kernelscope.profiler.sources import SHOW_SCHEMA, load_profile_run, load_profiles, read_json
+from kernelscope.profiler.documents import read_json
+from kernelscope.profiler.sources import SHOW_SCHEMA, load_profile_run, load_profiles
 from kernelscope.reports import html_pages, structured
 from kernelscope.reports.document_checks import DIFF, GATE, SWEEP, check_document
 from kernelscope.reports.findings import diagnosis_json

@@ -29,6 +29,15 @@ def make_console(**kwargs) -> Console:
     return Console(highlight=False, soft_wrap=False, **kwargs)
 
 
+def report_table(title: str, name: str, *numbers: str) -> Table:
+    """A table in the reports' style: the row's `name` column, then right-aligned `numbers`."""
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column(name)
+    for header in numbers:
+        table.add_column(header, justify="right")
+    return table
+
+
 def describe(p: KernelProfile) -> str:
     launch = f"grid {launch_shape(p.grid)}  block {launch_shape(p.block)}"
     if p.cluster:
@@ -64,9 +73,7 @@ def print_show(console: Console, entries: list[tuple[KernelProfile, dict[str, li
         console.print(f"    {describe(profile)}")
         console.print(f"    {session_line(profile)}", style="dim")
         for view, rs in views.items():
-            table = Table(title=view_titles[view], title_justify="left", show_edge=False, pad_edge=False)
-            table.add_column("Metric")
-            table.add_column("Value", justify="right")
+            table = report_table(view_titles[view], "Metric", "Value")
             table.add_column("id", style="dim")
             for r in rs:
                 text = format_value(r.value, r.definition.unit)
@@ -135,10 +142,7 @@ def print_top_opcodes(console: Console, profile: KernelProfile, top: int = 12) -
     total = sum(profile.instruction_mix.values()) or 1.0
     static = profile.session.tool == "static"
     title = "SASS opcodes in the binary (static counts)" if static else "Instruction mix (top opcodes)"
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("Opcode")
-    table.add_column("In binary" if static else "Executed", justify="right")
-    table.add_column("Share", justify="right")
+    table = report_table(title, "Opcode", "In binary" if static else "Executed", "Share")
     for op, count in sorted(profile.instruction_mix.items(), key=lambda kv: (-kv[1], kv[0]))[:top]:
         table.add_row(op, format_value(count, "inst"), format_share(count / total))
     console.print(table)
@@ -164,12 +168,7 @@ def print_comparison(comparison: Comparison, console: Console | None = None) -> 
         if not any(d.a is not None or d.b is not None for d in deltas):
             console.print(Text(f"{title}: not collected in either report", style="yellow"))
             continue
-        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-        table.add_column("Metric")
-        table.add_column("A", justify="right")
-        table.add_column("B", justify="right")
-        table.add_column("Change", justify="right")
-        table.add_column("Rel.", justify="right")
+        table = report_table(title, "Metric", "A", "B", "Change", "Rel.")
         table.add_column("Better", justify="center")
         for d in deltas:
             unit = d.definition.unit
@@ -192,14 +191,8 @@ def print_opcode_table(comparison: Comparison, console: Console) -> None:
         return
     static = {comparison.a.session.tool, comparison.b.session.tool} == {"static"}
     counted = "instructions in the binary" if static else "executed instructions"
-    table = Table(title=f"Instruction mix: opcodes that differ most (share of all {counted})", title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("Opcode")
-    table.add_column("A count", justify="right")
-    table.add_column("A share", justify="right")
-    table.add_column("B count", justify="right")
-    table.add_column("B share", justify="right")
-    table.add_column("Share change", justify="right")
-    table.add_column("Count rel.", justify="right")
+    table = report_table(f"Instruction mix: opcodes that differ most (share of all {counted})", "Opcode",
+                         "A count", "A share", "B count", "B share", "Share change", "Count rel.")
     for o in comparison.opcodes:
         change = o.share_change
         table.add_row(

@@ -268,14 +268,3 @@ def evaluate_all(
     ruleset = load_rules(extra_rule_files, catalog)
     return evaluate_rules(ruleset.enabled(disabled), target, reference, baseline, catalog)
 
-
-def findings_for(
-    target: KernelProfile,
-    reference: KernelProfile | None = None,
-    baseline: KernelProfile | None = None,
-    extra_rule_files: Iterable[str | Path] = (),
-    disabled: Iterable[str] = (),
-    catalog: Catalog | None = None,
-) -> list[Finding]:
-    """The ranked findings of the built-in rules (plus extra rule files, minus disabled ids)."""
-    return evaluate_all(target, reference, baseline, extra_rule_files, disabled, catalog).findings

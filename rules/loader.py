@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import re
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import Catalog, load_catalog
 from kernelscope.profiler.derived import DEVICE_FACTS
 from kernelscope.profiler.expression import FUNCTIONS, Expression, ExpressionError, parse
+from kernelscope.profiler.documents import read_toml
 from kernelscope.rules.findings import SEVERITIES
 from kernelscope.rules.model import COMPARES, FORMATS, PROFILE_KINDS, SIDES, Placeholder, Rule, RuleSet
 
@@ -33,7 +28,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 @lru_cache(maxsize=None)
 def causes() -> dict[str, dict[str, str]]:
     """The vocabulary of causes (rules/causes.toml): id -> {title, description}."""
-    return tomllib.loads(CAUSES_FILE.read_text())
+    return read_toml(CAUSES_FILE, "causes file")
 
 
 def builtin_files() -> list[Path]:
@@ -68,14 +63,7 @@ def _file_identity(path: str) -> tuple[str, int, int]:
 
 
 def _merge_file(ruleset: RuleSet, path: Path, catalog: Catalog) -> None:
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such rule file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read the rule file ({e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML ({e})") from None
+    data = read_toml(path, "rule file")
     unknown = sorted(set(data) - {"rule", "thresholds"})
     if unknown:
         raise UserError(f"{path}: unknown top-level key {unknown[0]!r} (a rule file holds [[rule]] entries and [thresholds.ID] tables)")

@@ -85,3 +85,12 @@ class RuleSet:
         if unknown:
             raise UserError(f"--disable {unknown[0]}: no rule has that id (see `kernelscope rules list`)")
         return [r for r in self.rules.values() if r.id not in disabled]
+
+    def rule(self, rule_id: str) -> Rule:
+        """The rule with this id; a UserError naming up to three close ids when none has it."""
+        rule = self.rules.get(rule_id)
+        if rule is None:
+            close = [r for r in self.rules if rule_id in r or r in rule_id]
+            also = f"; did you mean {', '.join(close[:3])}?" if close else ""
+            raise UserError(f"no rule has the id {rule_id!r} (see `kernelscope rules list`){also}")
+        return rule

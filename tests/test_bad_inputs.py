@@ -15,6 +15,7 @@ import hashlib
 import json
 import lzma
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -61,43 +62,44 @@ def good(tmp_path_factory) -> dict[str, Any]:
             "baseline": json.loads((ROOT / "baselines" / "static-sm90a.json").read_text())}
 
 
-def _profile(mutate: Callable[[dict], Any]) -> Callable[[dict], str]:
+def _mutated(good: str, mutate: Callable[[dict], Any]) -> Callable[[dict], str]:
+    """A file builder: the JSON of the good `good` document ("profile" or "baseline") after `mutate`."""
     def build(g):
-        doc = copy.deepcopy(g["profile"])
+        doc = copy.deepcopy(g[good])
         mutate(doc)
         return json.dumps(doc)
     return build
+
+
+def _profile(mutate: Callable[[dict], Any]) -> Callable[[dict], str]:
+    return _mutated("profile", mutate)
 
 
 def _baseline(mutate: Callable[[dict], Any]) -> Callable[[dict], str]:
-    def build(g):
-        doc = copy.deepcopy(g["baseline"])
-        mutate(doc)
-        return json.dumps(doc)
-    return build
+    return _mutated("baseline", mutate)
+
+
+def _parent(doc, path: str):
+    """(the node holding the field at `path`, e.g. 'kernels/0/profile/metrics', and the field's key)."""
+    *parents, last = path.split("/")
+    node = doc
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node, int(last) if isinstance(node, list) else last
 
 
 def _set(path: str, value) -> Callable[[dict], None]:
-    """doc -> doc with the field at 'kernels/0/profile/metrics' replaced."""
+    """doc -> doc with the field at `path` replaced."""
     def mutate(doc):
-        *parents, last = path.split("/")
-        node = doc
-        for key in parents:
-            node = node[int(key)] if isinstance(node, list) else node[key]
-        if isinstance(node, list):
-            node[int(last)] = value
-        else:
-            node[last] = value
+        node, key = _parent(doc, path)
+        node[key] = value
     return mutate
 
 
 def _drop(path: str) -> Callable[[dict], None]:
     def mutate(doc):
-        *parents, last = path.split("/")
-        node = doc
-        for key in parents:
-            node = node[int(key)] if isinstance(node, list) else node[key]
-        del node[last]
+        node, key = _parent(doc, path)
+        del node[key]
     return mutate
 
 
@@ -161,8 +163,14 @@ class Case:
     mode: str = "cli"
 
 
-def C(id, argv, rc=2, **kw) -> Case:
-    return Case(id, argv.split() if isinstance(argv, str) else argv, rc, **kw)
+def R(id, name: str, content, says: str) -> Case:
+    """`report` of one document that is not what it should be: refused, and no page written."""
+    return C(id, f"report {name} -o page.html", files={name: content}, says=says, absent=("page.html",))
+
+
+def C(id, command: str, rc=2, **kw) -> Case:
+    """A case: `command` is the kernelscope command line, split as a shell would (quotes group)."""
+    return Case(id, shlex.split(command), rc, **kw)
 
 
 CORPUS: list[Case] = [
@@ -209,8 +217,7 @@ CORPUS: list[Case] = [
     C("show-binary-garbage", "show junk.bin", files={"junk.bin": bytes(range(256)) * 4}, says="junk.bin"),
     C("diff-missing-b", f"diff {XZ}:@0 nosuch.ncu-rep", says="no such file"),
     C("diff-truncated-a", f"diff half.ncu-rep {XZ}:@1", files={"half.ncu-rep": _truncated}, says="truncated"),
-    C("report-truncated", "report half.ncu-rep -o page.html", files={"half.ncu-rep": _truncated},
-      says="truncated", absent=("page.html",)),
+    R("report-truncated", "half.ncu-rep", _truncated, says="truncated"),
     C("report-empty-input", "report empty.json -o page.html", files={"empty.json": ""}, absent=("page.html",)),
 
     # --- kernel selectors
@@ -269,33 +276,23 @@ CORPUS: list[Case] = [
     C("json-xz-corrupt", "show p.json.xz", files={"p.json.xz": b"\xfd7zXZ\x00garbage"}, says="xz"),
     C("diff-json-string-metric", "diff p.json:@0 p.json:@1",
       files={"p.json": _profile(_set(f"{P0}/metrics/{TIME_METRIC}/value", "1e3x"))}, says="not a number"),
-    C("report-json-null-metric", "report p.json -o page.html",
-      files={"p.json": _profile(_set(f"{P0}/metrics/{TIME_METRIC}/value", None))}, says="null", absent=("page.html",)),
-    C("report-json-unknown-schema", "report p.json -o page.html", files={"p.json": '{"schema": "x"}'},
-      says="kernelscope", absent=("page.html",)),
+    R("report-json-null-metric", "p.json", _profile(_set(f"{P0}/metrics/{TIME_METRIC}/value", None)), says="null"),
+    R("report-json-unknown-schema", "p.json", '{"schema": "x"}', says="kernelscope"),
 
     # --- result documents `report` reads back: diff, gate and sweep JSON
-    C("report-diff-views-list", "report d.json -o page.html", files={"d.json": '{"schema": "kernelscope.diff", "views": []}'},
-      says="views", absent=("page.html",)),
-    C("report-diff-metric-id-number", "report d.json -o page.html",
-      files={"d.json": '{"schema": "kernelscope.diff", "views": {"x": {"metrics": [{"id": 1}]}}}'}, says="id",
-      absent=("page.html",)),
-    C("report-diff-a-number", "report d.json -o page.html", files={"d.json": '{"schema": "kernelscope.diff", "a": 3}'},
-      says="a must", absent=("page.html",)),
-    C("report-diff-count-string", "report d.json -o page.html",
-      files={"d.json": '{"schema": "kernelscope.diff", "instruction_mix": [{"opcode": "A", "count_a": "x"}]}'},
-      says="count_a", absent=("page.html",)),
-    C("report-gate-cases-string", "report g.json -o page.html", files={"g.json": '{"schema": "kernelscope.gate", "cases": "x"}'},
-      says="cases", absent=("page.html",)),
-    C("report-gate-change-string", "report g.json -o page.html",
-      files={"g.json": '{"schema": "kernelscope.gate", "cases": [{"metrics": [{"change": "big"}]}]}'}, says="change",
-      absent=("page.html",)),
-    C("report-sweep-rows-number", "report s.json -o page.html",
-      files={"s.json": '{"schema": "kernelscope.sweep", "rows": 3, "target": "x", "reference_timing": null}'},
-      says="rows", absent=("page.html",)),
-    C("report-sweep-config-number", "report s.json -o page.html",
-      files={"s.json": '{"schema": "kernelscope.sweep", "rows": [{"config": 3}], "target": "x", "reference_timing": null}'},
-      says="config", absent=("page.html",)),
+    R("report-diff-views-list", "d.json", '{"schema": "kernelscope.diff", "views": []}', says="views"),
+    R("report-diff-metric-id-number", "d.json",
+      '{"schema": "kernelscope.diff", "views": {"x": {"metrics": [{"id": 1}]}}}', says="id"),
+    R("report-diff-a-number", "d.json", '{"schema": "kernelscope.diff", "a": 3}', says="a must"),
+    R("report-diff-count-string", "d.json",
+      '{"schema": "kernelscope.diff", "instruction_mix": [{"opcode": "A", "count_a": "x"}]}', says="count_a"),
+    R("report-gate-cases-string", "g.json", '{"schema": "kernelscope.gate", "cases": "x"}', says="cases"),
+    R("report-gate-change-string", "g.json",
+      '{"schema": "kernelscope.gate", "cases": [{"metrics": [{"change": "big"}]}]}', says="change"),
+    R("report-sweep-rows-number", "s.json",
+      '{"schema": "kernelscope.sweep", "rows": 3, "target": "x", "reference_timing": null}', says="rows"),
+    R("report-sweep-config-number", "s.json",
+      '{"schema": "kernelscope.sweep", "rows": [{"config": 3}], "target": "x", "reference_timing": null}', says="config"),
 
     # --- rule files (--rules), --disable
     C("rules-missing-file", f"diff {XZ} --rules nosuch.toml", says="no such rule file"),
@@ -371,13 +368,13 @@ CORPUS: list[Case] = [
       files={"b.json": _baseline(lambda d: d), "s.toml": SUITE_HEAD + '[[case]]\nname="x"\ntarget="rmsnorm"\n'
                                                                     '[[rule]]\nmatch="static:*"\nrel=-1\n'},
       says="rel"),
-    C("gate-rule-without-value", ["gate", "--baseline", "b.json", "--rule", "static:*", "rel"],
+    C("gate-rule-without-value", "gate --baseline b.json --rule static:* rel",
       files={"b.json": _baseline(lambda d: d)}, says="KEY=VALUE"),
-    C("gate-rule-not-number", ["gate", "--baseline", "b.json", "--rule", "static:*", "rel=big"],
+    C("gate-rule-not-number", "gate --baseline b.json --rule static:* rel=big",
       files={"b.json": _baseline(lambda d: d)}, says="big"),
-    C("gate-rule-unknown-key", ["gate", "--baseline", "b.json", "--rule", "static:*", "speed=1"],
+    C("gate-rule-unknown-key", "gate --baseline b.json --rule static:* speed=1",
       files={"b.json": _baseline(lambda d: d)}, says="speed"),
-    C("gate-rule-bad-better", ["gate", "--baseline", "b.json", "--rule", "timing:*", "better=up"],
+    C("gate-rule-bad-better", "gate --baseline b.json --rule timing:* better=up",
       files={"b.json": _baseline(lambda d: d)}, says="better"),
     C("gate-min-effect-negative", "gate --baseline b.json --min-effect -1", files={"b.json": _baseline(lambda d: d)},
       says="min-effect"),
@@ -427,14 +424,12 @@ CORPUS: list[Case] = [
     C("profile-report-folder-missing", "profile rmsnorm -o nodir/r.ncu-rep", says="does not exist"),
 
     # --- sidecars beside `profile` reports
-    C("report-sidecar-without-report", "report r.ncu-rep.kernelscope.json -o page.html",
-      files={"r.ncu-rep.kernelscope.json": lambda g: (FIX / f"{PAIR}.kernelscope.json").read_text()
-             .replace("/root/out/", "/nonexistent/")}, says="not there", absent=("page.html",)),
-    C("report-sidecar-not-json", "report r.ncu-rep.kernelscope.json -o page.html",
-      files={"r.ncu-rep.kernelscope.json": "{"}, says="JSON", absent=("page.html",)),
-    C("report-sidecar-request-not-object", "report r.ncu-rep.kernelscope.json -o page.html",
-      files={"r.ncu-rep.kernelscope.json": '{"request": 3, "command_line": "x"}'}, says="kernelscope",
-      absent=("page.html",)),
+    R("report-sidecar-without-report", "r.ncu-rep.kernelscope.json",
+      lambda g: (FIX / f"{PAIR}.kernelscope.json").read_text().replace("/root/out/", "/nonexistent/"),
+      says="not there"),
+    R("report-sidecar-not-json", "r.ncu-rep.kernelscope.json", "{", says="JSON"),
+    R("report-sidecar-request-not-object", "r.ncu-rep.kernelscope.json",
+      '{"request": 3, "command_line": "x"}', says="kernelscope"),
 
     # --- targets, shapes, configs (run, profile, sweep, inspect): refused before GPU or compile
     C("run-unknown-target", "run nosuch", says="nosuch"),
@@ -450,7 +445,7 @@ CORPUS: list[Case] = [
     C("run-shape-negative", "run gemm --shape M=-1,N=64,K=64", says="negative"),
     C("run-shape-zero", "run gemm --shape M=0,N=64,K=64", says="positive"),
     C("run-shape-wrong-keys", "run gemm --shape X=1", says="shape keys"),
-    C("run-shape-empty", ["run", "gemm", "--shape", ""], says="empty"),
+    C("run-shape-empty", "run gemm --shape ''", says="empty"),
     C("run-config-unknown-key", "run gemm --config colour=3", says="colour"),
     C("run-config-not-key-value", "run gemm --config tile_n", says="KEY=VALUE"),
     C("run-dtype-unknown", "run gemm --dtype int3", says="int3"),
@@ -459,7 +454,7 @@ CORPUS: list[Case] = [
     C("profile-set-unknown", "profile rmsnorm --set nosuchset", says="nosuchset"),
     C("profile-set-mixed", "profile rmsnorm --set full --set SpeedOfLight", says="combined"),
     C("profile-section-bad-name", "profile rmsnorm --section speed-of-light", says="speed-of-light"),
-    C("profile-metrics-bad-name", ["profile", "rmsnorm", "--metrics", "dram bytes"], says="metric"),
+    C("profile-metrics-bad-name", "profile rmsnorm --metrics 'dram bytes'", says="metric"),
     C("sweep-config-type", "sweep rmsnorm --config threads=abc", says="threads"),
     C("sweep-config-no-values", "sweep rmsnorm --config threads=", says="threads"),
     C("inspect-unknown-target", "inspect nosuch", says="nosuch"),

@@ -4,7 +4,6 @@ the impact model (gap explained, shared by both) and rule-file validation of cau
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.rules.diagnosis import diagnose
 from kernelscope.rules.loader import causes, load_rules
+from rule_files import write_rule_file  # noqa: E402  (tests/ is on sys.path)
 
 RMSNORM = "h200-rmsnorm-vs-torch.quick.ncu-rep"
 RULE_KERNELS = "h200-rule-kernels.ncu-rep"
@@ -111,19 +111,7 @@ def test_every_cause_rule_names_a_known_cause_and_causes_are_covered():
 
 
 def test_unknown_cause_is_a_rule_file_error(tmp_path, fixture_file):
-    path = tmp_path / "bad.toml"
-    path.write_text(textwrap.dedent("""
-        [[rule]]
-        id = "x"
-        title = "t"
-        compares = "target"
-        cause = "slow-code"
-        severity = "info"
-        section = "s"
-        condition = "target.registers_per_thread > 0"
-        message = "m"
-        hint = "h"
-    """))
+    path = write_rule_file(tmp_path, "bad.toml", id="x", cause="slow-code")
     with pytest.raises(UserError, match="field 'cause': unknown cause 'slow-code'"):
         load_rules([path])
 
@@ -153,20 +141,9 @@ def test_a_gap_within_noise_names_no_main_reason(fixture_file):
 
 def test_a_cost_not_collected_on_the_reference_claims_no_share(tmp_path, fixture_file):
     cute, torch_norm = load_profiles(fixture_file(RMSNORM))
-    rule = tmp_path / "waits.toml"
-    rule.write_text(textwrap.dedent("""
-        [[rule]]
-        id = "long-waits"
-        title = "Long waits"
-        compares = "target"
-        cause = "exposed-latency"
-        severity = "warning"
-        section = "s"
-        condition = "target.stall_long_scoreboard > 0"
-        message = "m"
-        hint = "h"
-        impact = "target.stall_long_scoreboard / target.stall_all"
-    """))
+    rule = write_rule_file(tmp_path, "waits.toml", id="long-waits", title="Long waits", cause="exposed-latency",
+                           severity="warning", condition="target.stall_long_scoreboard > 0",
+                           impact="target.stall_long_scoreboard / target.stall_all")
     full = next(f for f in diagnose(torch_norm, cute, extra_rule_files=[rule]).findings if f.rule_id == "long-waits")
     assert full.explains is not None and full.explains > 0
     # The reference without its stall counters: the cost cannot be evaluated there, so the finding
@@ -206,19 +183,7 @@ def test_no_main_reason_when_no_cause_explains_enough_of_the_gap(rule_kernels):
 
 def test_a_target_rule_may_name_the_reference_only_in_its_gap_and_lets(tmp_path):
     def rule(extra: str) -> Path:
-        path = tmp_path / "r.toml"
-        path.write_text(textwrap.dedent("""
-            [[rule]]
-            id = "x"
-            title = "t"
-            compares = "target"
-            severity = "info"
-            section = "s"
-            condition = "target.registers_per_thread > 0"
-            message = "m"
-            hint = "h"
-        """) + textwrap.dedent(extra))
-        return path
+        return write_rule_file(tmp_path, "r.toml", id="x", after=extra)
 
     load_rules([rule('gap = "target.duration - reference.duration"\n')])
     load_rules([rule('gap = "more"\n[rule.let]\nmore = "target.duration - reference.duration"\n')])
@@ -229,17 +194,4 @@ def test_a_target_rule_may_name_the_reference_only_in_its_gap_and_lets(tmp_path)
 
 
 def _condition_on_reference(tmp_path) -> Path:
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
-        [[rule]]
-        id = "y"
-        title = "t"
-        compares = "target"
-        severity = "info"
-        section = "s"
-        condition = "reference.duration > 0"
-        message = "m"
-        hint = "h"
-        gap = "reference.duration"
-    """))
-    return path
+    return write_rule_file(tmp_path, "c.toml", id="y", condition="reference.duration > 0", gap="reference.duration")

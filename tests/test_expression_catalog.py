@@ -90,17 +90,25 @@ def test_user_catalog_adds_and_overrides(tmp_path):
     assert catalog.views["mine"].metrics == ("fma_share",)
 
 
-@pytest.mark.parametrize("body, message", [
-    ('[[metric]]\nid = "x"\nlabel = "X"\nview = "launch"\nunit = "ns"\nbetter = "lower"\n', "metric 'x': give exactly one of 'metric' or 'formula'"),
-    ('[[metric]]\nid = "x"\nlabel = "X"\nview = "launch"\nunit = "ns"\nbetter = "up"\nmetric = "m"\n', "metric 'x': field 'better'"),
-    ('[[metric]]\nid = "x"\nlabel = "X"\nview = "launch"\nunit = "ns"\nbetter = "lower"\nformula = "a.b + 1"\n', "metric 'x': field 'formula'"),
-    ('[[metric]]\nid = "x"\nview = "launch"\nunit = "ns"\nbetter = "lower"\nmetric = "m"\n', "metric 'x': missing field 'label'"),
-    ('[[metric]]\nid = "x"\nlabel = "X"\nview = "elsewhere"\nunit = "ns"\nbetter = "lower"\nmetric = "m"\n', "field 'view': unknown view"),
-    ('not toml = = =', "not valid TOML"),
+MINIMAL_METRIC = dict(id="x", label="X", view="launch", unit="ns", better="lower", metric="m")
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(metric=None), "metric 'x': give exactly one of 'metric' or 'formula'"),
+    (dict(better="up"), "metric 'x': field 'better'"),
+    (dict(metric=None, formula="a.b + 1"), "metric 'x': field 'formula'"),
+    (dict(label=None), "metric 'x': missing field 'label'"),
+    (dict(view="elsewhere"), "field 'view': unknown view"),
+    (None, "not valid TOML"),
 ])
-def test_malformed_catalog_names_file_entry_and_field(tmp_path, body, message):
+def test_malformed_catalog_names_file_entry_and_field(tmp_path, fields, message):
+    # One [[metric]] entry: MINIMAL_METRIC with `fields` over it (None drops a field); None: not TOML.
     bad = tmp_path / "bad.toml"
-    bad.write_text(body)
+    if fields is None:
+        bad.write_text("not toml = = =")
+    else:
+        entry = {k: v for k, v in {**MINIMAL_METRIC, **fields}.items() if v is not None}
+        bad.write_text("[[metric]]\n" + "".join(f'{k} = "{v}"\n' for k, v in entry.items()))
     with pytest.raises(UserError) as e:
         load_catalog([bad])
     assert str(bad) in str(e.value) and message in str(e.value)

@@ -1,7 +1,7 @@
 """Compile-only checks of gemm_mma (no GPU): the SASS holds the warp-level tensor-core path
 (HMMA, LDSM for A and LDSM.MT for N-major B, TMA loads) and no WGMMA, no local memory in the
 default build; it builds for sm_120a too; `kernelscope inspect` shows registers per wk_iters;
-invalid configs are refused with a reason; the residency arithmetic behind the persistent grid."""
+refused configs are in test_gemm_refusals.py; the residency arithmetic behind the persistent grid."""
 
 import json
 import os
@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from gemm_testing import UNSUPPORTED_SHAPES, opcodes_with_modifiers  # noqa: E402
+from gemm_testing import opcodes_with_modifiers  # noqa: E402
 from kernelscope.kernels import gemm_mma  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
 
@@ -67,33 +67,6 @@ def test_inspect_shows_registers_per_wk_iters(tmp_path):
     assert one["launch__registers_per_thread"] < four["launch__registers_per_thread"] <= 255
     assert one["static__stack_frame_bytes"] == 0
     assert four["static__stack_frame_bytes"] > 0
-
-
-@pytest.mark.parametrize("bad,needle", [
-    ({"wk_iters": 3}, "wk_iters"),
-    ({"wk_iters": 0}, "wk_iters"),
-    ({"tile_k": 32}, "tile_k"),
-    ({"stages": 9}, "shared memory"),
-    ({"stages": 1}, "stages"),
-    ({"tile_n": 100}, "tile_n"),
-    ({"tile_m": 96, "warps_m": 4}, "tile_m"),
-    ({"tile_m": 256, "tile_n": 256}, "accumulators"),
-    ({"raster": "diagonal"}, "raster"),
-    ({"raster": "morton", "group": 6}, "power-of-two"),
-    ({"refill_at": 4}, "refill_at"),
-    ({"wk_iters": 2, "refill_at": 3}, "refill_at"),
-    ({"wk_iters": 4, "refill_at": 1}, "refill_at"),
-    ({"no_such_key": 1}, "unknown"),
-])
-def test_invalid_configs_are_refused_with_a_reason(bad, needle):
-    with pytest.raises(ConfigRejected, match=needle):
-        gemm_mma.compile_gemm_mma(bad, {"M": 256, "N": 256, "K": 256})
-
-
-@pytest.mark.parametrize("shape,dtype", UNSUPPORTED_SHAPES)
-def test_unsupported_shapes_are_refused(shape, dtype):
-    with pytest.raises(ConfigRejected):
-        gemm_mma.compile_gemm_mma({}, shape, dtype)
 
 
 def test_stages_follow_the_architecture_shared_memory():

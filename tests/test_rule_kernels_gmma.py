@@ -43,11 +43,11 @@ def test_only_the_late_warp_runs_its_chain_and_before_the_fence():
 
 def test_the_static_rule_finds_the_chains_serialized_and_the_others_not():
     from kernelscope.profiler.static import inspect_cubin
-    from kernelscope.rules.engine import findings_for
+    from kernelscope.rules.engine import evaluate_all
 
     for variant in gmma_bound.VARIANTS:
         (inspection,) = inspect_cubin(gmma_bound.compile_fake(variant).__cubin__, source=variant.name, arch="sm_90a")
-        fired = {f.rule_id for f in findings_for(inspection.profile)}
+        fired = {f.rule_id for f in evaluate_all(inspection.profile).findings}
         serialized = inspection.profile.value("static__wgmma_groups_serialized")
         # wait_group(0) after every round: gmma_chain and gmma_chain_wg2; the others keep rounds in flight.
         expected = variant.in_flight == 0

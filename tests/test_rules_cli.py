@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 
 from click.testing import CliRunner
 
 from kernelscope.cli.main import _register, cli
 from kernelscope.rules.engine import load_rules
+from rule_files import write_rule_file  # noqa: E402  (tests/ is on sys.path)
 
 PAIR = "h200-cute-add-and-cublas-gemm.full.ncu-rep"
 
@@ -85,20 +85,11 @@ def test_diff_within_noise_says_so_instead_of_a_main_reason(fixture_file):
 
 
 def test_diff_with_a_user_rule_file_and_disable(fixture_file, tmp_path):
-    rules = tmp_path / "mine.toml"
-    rules.write_text(textwrap.dedent("""
-        [[rule]]
-        id = "dram-writes-vs-reference"
-        title = "More DRAM writes than the reference"
-        compares = "reference"
-        severity = "info"
-        section = "Memory Workload Analysis"
-        condition = "ratio.dram_write_bytes >= more"
-        message = "DRAM write {target.dram_write_bytes} vs {reference.dram_write_bytes} ({ratio.dram_write_bytes})"
-        hint = "Write each output once."
-        [rule.thresholds]
-        more = 1.5
-    """))
+    rules = write_rule_file(
+        tmp_path, "mine.toml", id="dram-writes-vs-reference", title="More DRAM writes than the reference",
+        compares="reference", section="Memory Workload Analysis", condition="ratio.dram_write_bytes >= more",
+        message="DRAM write {target.dram_write_bytes} vs {reference.dram_write_bytes} ({ratio.dram_write_bytes})",
+        hint="Write each output once.", after="[rule.thresholds]\nmore = 1.5\n")
     result = run("diff", fixture_file(PAIR), "--rules", rules, "--disable", "stall-long-scoreboard", "--format", "json")
     assert result.exit_code == 0, result.output
     by_rule = {f["rule"]: f for f in json.loads(result.output)["findings"]}
@@ -107,18 +98,8 @@ def test_diff_with_a_user_rule_file_and_disable(fixture_file, tmp_path):
 
 
 def test_malformed_rule_file_is_one_line_and_exit_2(fixture_file, tmp_path):
-    bad = tmp_path / "bad.toml"
-    bad.write_text(textwrap.dedent("""
-        [[rule]]
-        id = "broken"
-        title = "t"
-        compares = "reference"
-        severity = "serious"
-        section = "s"
-        condition = "target.fadd > 0"
-        message = "m"
-        hint = "h"
-    """))
+    bad = write_rule_file(tmp_path, "bad.toml", id="broken", compares="reference", severity="serious",
+                          condition="target.fadd > 0")
     proc = subprocess.run([sys.executable, "-m", "kernelscope", "diff", str(fixture_file(PAIR)), "--rules", str(bad)],
                           capture_output=True, text=True)
     assert proc.returncode == 2

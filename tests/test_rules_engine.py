@@ -8,8 +8,9 @@ import pytest
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.sources import load_profiles
-from kernelscope.rules.engine import evaluate_all, findings_for, load_rules, rewrite_names
+from kernelscope.rules.engine import evaluate_all, load_rules, rewrite_names
 from kernelscope.rules.findings import Finding, rank
+from rule_files import rule_text, write_rule_file  # noqa: E402  (tests/ is on sys.path)
 
 PAIR = "h200-cute-add-and-cublas-gemm.full.ncu-rep"
 MANY = "h200-torch-242-launches.metrics6.ncu-rep"
@@ -44,61 +45,40 @@ margin = 1000
 
 def test_user_rule_file_adds_a_rule(pair, tmp_path):
     path = _write(tmp_path, USER_RULE)
-    findings = findings_for(pair[0], pair[1], extra_rule_files=[path])
+    findings = evaluate_all(pair[0], pair[1], extra_rule_files=[path]).findings
     first = next(f for f in findings if f.rule_id == "fp32-adds-vs-reference")
     # A user rule naming no cause is a symptom: it ranks after the findings that name one.
     assert first.severity == "error" and first.cause is None
     assert findings.index(first) > max(i for i, f in enumerate(findings) if f.cause is not None)
     assert first.message == "524,288 FADD vs 0; DRAM read 134.228 MB, -50.3% instructions"
     assert first.rule_file == str(path)
-    assert "fp32-adds-vs-reference" not in {f.rule_id for f in findings_for(pair[0], pair[1])}
+    assert "fp32-adds-vs-reference" not in {f.rule_id for f in evaluate_all(pair[0], pair[1]).findings}
 
 
 def test_user_file_overrides_a_threshold_and_replaces_a_rule(pair, tmp_path):
     # The add's branch share is 6.25 % vs 5.83 %: quiet at the default (1.25x), fires at 1.05x.
-    assert "branch-ratio-vs-reference" not in {f.rule_id for f in findings_for(pair[0], pair[1])}
+    assert "branch-ratio-vs-reference" not in {f.rule_id for f in evaluate_all(pair[0], pair[1]).findings}
     loose = _write(tmp_path, """
         [thresholds.branch-ratio-vs-reference]
         more = 1.05
         min_points = 0.1
     """)
-    fired = {f.rule_id: f for f in findings_for(pair[0], pair[1], extra_rule_files=[loose])}
+    fired = {f.rule_id: f for f in evaluate_all(pair[0], pair[1], extra_rule_files=[loose]).findings}
     assert "6.25 % of executed instructions vs 5.83 %" in fired["branch-ratio-vs-reference"].message
-    replaced = _write(tmp_path, """
-        [[rule]]
-        id = "tensor-pipe-below-reference"
-        title = "Replaced"
-        compares = "reference"
-        severity = "info"
-        section = "x"
-        condition = "target.tensor_pipe_pct < reference.tensor_pipe_pct"
-        message = "{target.tensor_pipe_pct} < {reference.tensor_pipe_pct}"
-        hint = "h"
-    """, "replace.toml")
-    fired = {f.rule_id: f for f in findings_for(pair[0], pair[1], extra_rule_files=[replaced])}
+    replaced = write_rule_file(tmp_path, "replace.toml", id="tensor-pipe-below-reference", title="Replaced",
+                               compares="reference", section="x",
+                               condition="target.tensor_pipe_pct < reference.tensor_pipe_pct",
+                               message="{target.tensor_pipe_pct} < {reference.tensor_pipe_pct}")
+    fired = {f.rule_id: f for f in evaluate_all(pair[0], pair[1], extra_rule_files=[replaced]).findings}
     assert fired["tensor-pipe-below-reference"].title == "Replaced"
     assert fired["tensor-pipe-below-reference"].message == "0.00 % < 90.53 %"
 
 
 def test_disable_skips_a_rule_and_rejects_unknown_ids(pair):
-    ids = {f.rule_id for f in findings_for(pair[0], pair[1], disabled=["stall-long-scoreboard"])}
+    ids = {f.rule_id for f in evaluate_all(pair[0], pair[1], disabled=["stall-long-scoreboard"]).findings}
     assert "stall-long-scoreboard" not in ids and "address-math-vs-reference" in ids
     with pytest.raises(UserError, match="--disable no-such-rule: no rule has that id"):
-        findings_for(pair[0], pair[1], disabled=["no-such-rule"])
-
-
-MINIMAL = dict(id="x-rule", title="t", compares="target", severity="info", section="s",
-               condition="target.registers_per_thread > 0", message="m", hint="h")
-
-
-def _rule_text(**fields):
-    merged = {**MINIMAL, **fields}
-    lines = ["[[rule]]"]
-    for key, value in merged.items():
-        if value is None:
-            continue
-        lines.append(f"{key} = '''{value}'''")  # TOML literal string: quotes inside stay as written
-    return "\n".join(lines) + "\n"
+        evaluate_all(pair[0], pair[1], disabled=["no-such-rule"])
 
 
 MALFORMED = [
@@ -124,7 +104,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize("fields,expected", MALFORMED, ids=[m[1][:40] for m in MALFORMED])
 def test_malformed_rule_file_names_file_rule_and_field(tmp_path, fields, expected):
-    path = _write(tmp_path, _rule_text(**fields))
+    path = _write(tmp_path, rule_text(**fields))
     with pytest.raises(UserError) as info:
         load_rules([path])
     message = str(info.value)
@@ -135,10 +115,10 @@ def test_malformed_rule_file_names_file_rule_and_field(tmp_path, fields, expecte
 
 
 def test_malformed_thresholds_and_lets(tmp_path):
-    bad_threshold = _rule_text() + "[rule.thresholds]\nnear = \"high\"\n"
+    bad_threshold = rule_text() + "[rule.thresholds]\nnear = \"high\"\n"
     with pytest.raises(UserError, match=r"rule 'x-rule': field 'thresholds.near': must be a number"):
         load_rules([_write(tmp_path, bad_threshold, "a.toml")])
-    cyclic = _rule_text() + "[rule.let]\na = \"b + 1\"\nb = \"a * 2\"\n"
+    cyclic = rule_text() + "[rule.let]\na = \"b + 1\"\nb = \"a * 2\"\n"
     with pytest.raises(UserError, match=r"rule 'x-rule': field 'let.a': refers to itself through a -> b -> a"):
         load_rules([_write(tmp_path, cyclic, "b.toml")])
     unknown_override = "[thresholds.tail-effect]\nmax_idle = 0.5\n"
@@ -192,21 +172,12 @@ def test_static_profile_uses_documented_device_limits(pair, tmp_path):
     # 28 registers at 128 threads: far from the limit computed from the sm_90 register file.
     assert "register-pressure" in ev.passed
     assert "local-memory-in-binary" in evaluate_all(clean).passed
-    quoting = _write(tmp_path, """
-        [[rule]]
-        id = "register-file"
-        title = "t"
-        compares = "target"
-        severity = "info"
-        section = "s"
-        condition = "device.registers_per_sm > 0"
-        message = "{device.registers_per_sm} registers per SM, {device.max_warps_per_sm} warps"
-        hint = "h"
-    """)
-    finding = next(f for f in findings_for(spilling, extra_rule_files=[quoting]) if f.rule_id == "register-file")
+    quoting = write_rule_file(tmp_path, id="register-file", condition="device.registers_per_sm > 0",
+                              message="{device.registers_per_sm} registers per SM, {device.max_warps_per_sm} warps")
+    finding = next(f for f in evaluate_all(spilling, extra_rule_files=[quoting]).findings if f.rule_id == "register-file")
     assert finding.message == "65,536 registers per SM, 64 warps"
     assert finding.assumptions[0].startswith("device.registers_per_sm = 65536 (documented value for compute capability 9.0")
-    measured = next(f for f in findings_for(pair[0], extra_rule_files=[quoting]) if f.rule_id == "register-file")
+    measured = next(f for f in evaluate_all(pair[0], extra_rule_files=[quoting]).findings if f.rule_id == "register-file")
     assert measured.assumptions == []
     # Rules for compile-only profiles do not apply to measured ones.
     assert "local-memory-in-binary" in evaluate_all(pair[0]).not_applicable

@@ -3,7 +3,8 @@
 A cubin compiled with line information (CuTe DSL: `CUTE_DSL_LINEINFO=1` or the
 `GenerateLineInfo` option) carries `.debug_line`; `nvdisasm -g` prints
 `//## File "path", line N` above the instructions that line produced. This module parses that
-listing and classifies opcodes; it depends on nothing else in kernelscope, so it sits with the
+listing (its reader of one instruction line also serves cuobjdump's listings, for the WGMMA wait
+analysis) and classifies opcodes; it depends on nothing else in kernelscope, so it sits with the
 other CUDA-tool parsing in the toolchain layer (the caller hands it the nvdisasm path).
 """
 
@@ -16,8 +17,26 @@ from dataclasses import dataclass
 
 _FUNCTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _FILE_LINE = re.compile(r'^\s*//##\s*File\s+"([^"]+)",\s*line\s+(\d+)')
-_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*$")
-_PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
+# An instruction line of a SASS listing, nvdisasm's or cuobjdump's (which prints the encoding
+# after the `;`): `/*0a40*/  @!P0 HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT ;`
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+((?:@!?U?P[T0-9]+\s+)?)([^;]*?)\s*(?:;|$)")
+
+
+@dataclass(frozen=True)
+class ListedInstruction:
+    """One instruction line of a SASS listing."""
+
+    offset: int          # byte offset inside the function
+    text: str            # as printed, predicate included, without the `;`
+    instruction: str     # without the predicate: opcode (with modifiers) and operands
+
+
+def listed_instruction(line: str) -> ListedInstruction | None:
+    """The instruction on one line of an nvdisasm or cuobjdump listing; None for any other line."""
+    m = _INSTRUCTION.match(line)
+    if m is None:
+        return None
+    return ListedInstruction(int(m.group(1), 16), m.group(2) + m.group(3), m.group(3))
 
 
 @dataclass(frozen=True)
@@ -53,15 +72,14 @@ def parse_nvdisasm_lines(text: str) -> dict[str, list[LinedInstruction]]:
         if m:
             where = (m.group(1), int(m.group(2)))
             continue
-        m = _INSTRUCTION.match(raw)
-        if not m:
+        listed = listed_instruction(raw)
+        if listed is None:
             continue
-        body = m.group(2).strip().rstrip(";").strip()
-        opcode = _PREDICATE.sub("", body).split(" ", 1)[0]
+        opcode = listed.instruction.split(" ", 1)[0]
         if not opcode or not opcode[0].isalpha():
             continue
         out[function].append(LinedInstruction(
-            function=function, offset=int(m.group(1), 16), opcode=opcode, text=body,
+            function=function, offset=listed.offset, opcode=opcode, text=listed.text,
             file=where[0] if where else None, line=where[1] if where else None))
     return out
 

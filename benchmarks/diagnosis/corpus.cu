@@ -105,65 +105,53 @@ extern "C" __global__ void atomic_contention_slow(const unsigned* __restrict__ i
 // indexes the array with the runtime index (local memory); the fast one selects with a static
 // unrolled compare, so the array stays in registers. Same values, same order.
 constexpr int kLocalIters = 12;
-extern "C" __global__ void spills_local_fast(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    float x = in[i], a[8];
+template <bool kRuntimeIndex>
+__device__ __forceinline__ float pseudo_random_updates(size_t i, float x) {
+    float a[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) a[k] = x + k;
     unsigned h = (unsigned)i * 2654435761u;
     for (int it = 0; it < kLocalIters; ++it) {
         h = h * 1664525u + 1013904223u;
         unsigned j = h >> 29;
+        if constexpr (kRuntimeIndex) {
+            a[j] = fmaf(a[j], 0.75f, 1.0f);
+        } else {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) a[k] = (j == (unsigned)k) ? fmaf(a[k], 0.75f, 1.0f) : a[k];
+            for (int k = 0; k < 8; ++k) a[k] = (j == (unsigned)k) ? fmaf(a[k], 0.75f, 1.0f) : a[k];
+        }
     }
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < 8; ++k) s += a[k];
-    out[i] = s;
+    return s;
+}
+extern "C" __global__ void spills_local_fast(const float* __restrict__ in, float* __restrict__ out) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = pseudo_random_updates<false>(i, in[i]);
 }
 extern "C" __global__ void spills_local_slow(const float* __restrict__ in, float* __restrict__ out) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    float x = in[i], a[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) a[k] = x + k;
-    unsigned h = (unsigned)i * 2654435761u;
-    for (int it = 0; it < kLocalIters; ++it) {
-        h = h * 1664525u + 1013904223u;
-        unsigned j = h >> 29;
-        a[j] = fmaf(a[j], 0.75f, 1.0f);
-    }
-    float s = 0.f;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) s += a[k];
-    out[i] = s;
+    out[i] = pseudo_random_updates<true>(i, in[i]);
 }
 
 // ---------------------------------------------------------------- grid-too-small
 // out = in * a + b with a grid-stride loop; the slow launch has blocks for half the SMs.
-extern "C" __global__ void grid_too_small_slow(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
+__device__ __forceinline__ void affine_grid_stride(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
         float4 v = in[i];
         out[i] = make_float4(v.x * 3.0f + 1.0f, v.y * 3.0f + 1.0f, v.z * 3.0f + 1.0f, v.w * 3.0f + 1.0f);
     }
 }
-extern "C" __global__ void grid_too_small_fast(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
-        float4 v = in[i];
-        out[i] = make_float4(v.x * 3.0f + 1.0f, v.y * 3.0f + 1.0f, v.z * 3.0f + 1.0f, v.w * 3.0f + 1.0f);
-    }
-}
+extern "C" __global__ void grid_too_small_slow(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) { affine_grid_stride(in, out, n4); }
+extern "C" __global__ void grid_too_small_fast(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) { affine_grid_stride(in, out, n4); }
 
 // ---------------------------------------------------------------- occupancy-registers / -shared-memory
 // One element per thread, one load in flight per warp: throughput comes from resident warps.
 // occupancy_registers_slow carries a path never taken at run time (rare == 0) that holds 96
 // values live, so the kernel is allocated ~100 registers and fits 2 blocks of 256 per SM.
 // occupancy_shared_memory_slow is launched with 100 KB of dynamic shared memory it never uses.
-__device__ __forceinline__ float stream_op(float x) { return x * 1.5f - 0.25f; }
-extern "C" __global__ void occupancy_registers_fast(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = stream_op(in[i]);
-}
+extern "C" __global__ void occupancy_registers_fast(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
 constexpr int kRareLive = 96;
 extern "C" __global__ void occupancy_registers_slow(const float* __restrict__ in, float* __restrict__ out, int rare) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -180,14 +168,8 @@ extern "C" __global__ void occupancy_registers_slow(const float* __restrict__ in
     }
     out[i] = stream_op(in[i]);
 }
-extern "C" __global__ void occupancy_shared_memory_fast(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = stream_op(in[i]);
-}
-extern "C" __global__ void occupancy_shared_memory_slow(const float* __restrict__ in, float* __restrict__ out) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = stream_op(in[i]);
-}
+extern "C" __global__ void occupancy_shared_memory_fast(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
+extern "C" __global__ void occupancy_shared_memory_slow(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
 
 // ---------------------------------------------------------------- unfused-fp32
 // 256 steps of x = x * a + b: one FFMA each in the fast kernel, FMUL + FADD (round-to-nearest
@@ -300,17 +282,25 @@ extern "C" __global__ void dram_traffic_fast(const float4* __restrict__ in, floa
     out[t] = make_float2(s, q);
 }
 
+using PerElementKernel = void (*)(const float* __restrict__, float* __restrict__);
+
+// A pair of kernels mapping n random floats in [lo, hi] to n floats, one thread per element in
+// blocks of kThreads (the slow kernel with slow_smem bytes of dynamic shared memory); each writes
+// its own output, and the two outputs agree within rtol.
+static Pair per_element_pair(const char* name, size_t n, unsigned seed, float lo, float hi, double rtol,
+                             PerElementKernel slow, PerElementKernel fast, int slow_smem = 0) {
+    float *in = random_floats(n, seed, lo, hi), *a = dev<float>(n), *b = dev<float>(n);
+    return {name, [] {},
+            [=] { slow<<<n / kThreads, kThreads, slow_smem>>>(in, a); },
+            [=] { fast<<<n / kThreads, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, n, rtol, w); }};
+}
+
 static std::vector<Pair> build_pairs() {
     std::vector<Pair> pairs;
     auto none = [] {};
-    {   // uncoalesced-access
-        size_t n = (size_t)kRows * kCols;
-        float *in = random_floats(n, 1, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"uncoalesced", none,
-            [=] { uncoalesced_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { uncoalesced_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
-    }
+    pairs.push_back(per_element_pair("uncoalesced", (size_t)kRows * kCols, 1, -1, 1, 0,
+                                     uncoalesced_slow, uncoalesced_fast));
     {   // narrow-access
         size_t n = (size_t)128 << 20;
         uint8_t* in = (uint8_t*)random_floats(n / 4, 2, -1, 1);
@@ -329,14 +319,7 @@ static std::vector<Pair> build_pairs() {
             [=] { bank_conflicts_fast<<<grid, block>>>(in, b); },
             [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
     }
-    {   // divergence
-        size_t n = (size_t)8 << 20;
-        float *in = random_floats(n, 4, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"divergence", none,
-            [=] { divergence_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { divergence_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
-    }
+    pairs.push_back(per_element_pair("divergence", (size_t)8 << 20, 4, 0, 1, 0, divergence_slow, divergence_fast));
     {   // atomic-contention
         size_t n = (size_t)8 << 20;
         unsigned* in = (unsigned*)random_floats(n, 5, 0, 1);
@@ -348,14 +331,7 @@ static std::vector<Pair> build_pairs() {
             [=] { atomic_contention_fast<<<blocks, kThreads>>>(in, b, n); },
             [=](std::string& w) { return compare_bytes(a, b, kBins * 4, w); }});
     }
-    {   // spills-local
-        size_t n = (size_t)4 << 20;
-        float *in = random_floats(n, 6, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"spills_local", none,
-            [=] { spills_local_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { spills_local_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
-    }
+    pairs.push_back(per_element_pair("spills_local", (size_t)4 << 20, 6, -1, 1, 0, spills_local_slow, spills_local_fast));
     {   // grid-too-small
         size_t n4 = (size_t)4 << 20;  // 64 MB of float4
         float4* in = (float4*)random_floats(n4 * 4, 7, -1, 1);
@@ -375,23 +351,12 @@ static std::vector<Pair> build_pairs() {
             [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
     }
     {   // occupancy-shared-memory
-        size_t n = (size_t)16 << 20;
         int smem = 100 * 1024;
         CHECK(cudaFuncSetAttribute(occupancy_shared_memory_slow, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        float *in = random_floats(n, 9, -1, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"occupancy_shared_memory", none,
-            [=] { occupancy_shared_memory_slow<<<n / kThreads, kThreads, smem>>>(in, a); },
-            [=] { occupancy_shared_memory_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+        pairs.push_back(per_element_pair("occupancy_shared_memory", (size_t)16 << 20, 9, -1, 1, 0,
+                                         occupancy_shared_memory_slow, occupancy_shared_memory_fast, smem));
     }
-    {   // unfused-fp32
-        size_t n = (size_t)8 << 20;
-        float *in = random_floats(n, 10, 0, 1), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"unfused_fp32", none,
-            [=] { unfused_fp32_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { unfused_fp32_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 1e-4, w); }});
-    }
+    pairs.push_back(per_element_pair("unfused_fp32", (size_t)8 << 20, 10, 0, 1, 1e-4, unfused_fp32_slow, unfused_fp32_fast));
     {   // integer-index-math
         Dims4 s{64, 64, 64, 128};
         size_t n = s.A * s.B * s.C * s.D;
@@ -401,14 +366,7 @@ static std::vector<Pair> build_pairs() {
             [=] { integer_index_math_fast<<<n / kThreads, kThreads>>>(in, b, s); },
             [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
     }
-    {   // special-math
-        size_t n = (size_t)8 << 20;
-        float *in = random_floats(n, 12, -1, 0), *a = dev<float>(n), *b = dev<float>(n);
-        pairs.push_back({"special_math", none,
-            [=] { special_math_slow<<<n / kThreads, kThreads>>>(in, a); },
-            [=] { special_math_fast<<<n / kThreads, kThreads>>>(in, b); },
-            [=](std::string& w) { return compare_floats(a, b, n, 1e-4, w); }});
-    }
+    pairs.push_back(per_element_pair("special_math", (size_t)8 << 20, 12, -1, 0, 1e-4, special_math_slow, special_math_fast));
     {   // exposed-latency
         int blocks = g_sms * 4;
         size_t stride = (size_t)blocks * kThreads, n = stride * 256;

@@ -180,6 +180,7 @@ def _cubin_summary(compiled) -> str:
 
 def run_on_gpu() -> int:
     import torch
+    from profiled_launches import launch_once_each_profiled
     from cutlass.cute.runtime import from_dlpack
 
     ctas = torch.cuda.get_device_properties(0).multi_processor_count
@@ -214,15 +215,7 @@ def run_on_gpu() -> int:
         print(f"{v.name}: {ms:.3f} ms, {flops / ms / 1e9:.1f} TFLOP/s (one timed launch after warm-up)")
         launches.append((v.name, lambda f=compiled, x=args: f(*x)))
 
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for name, launch in launches:
-        torch.cuda.nvtx.range_push(f"rk:{name}")
-        launch()
-        torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
-    print("launched:", ", ".join(name for name, _ in launches))
+    launch_once_each_profiled(torch, launches)
     return 1 if failed else 0
 
 

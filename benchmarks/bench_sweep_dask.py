@@ -62,7 +62,13 @@ def _journal_stats(path: str) -> dict:
             "compile_s_sum": round(sum(p.get("compile_s") or 0 for p in points), 2),
             "gpu_s_sum": round(sum(p.get("gpu_s") or 0 for p in points), 2),
             "span_s": round(max(finished) - min(started), 2) if started and finished else None,
-            "processes": len(busy), "busiest_process_s": round(max(busy.values()), 2) if busy else None}
+            "processes": len(busy), "busiest_process_s": round(max(busy.values()), 2) if busy else None,
+            # Per point, in the order each process ran them: whether the time under the lock is a
+            # first-point cost of each process or grows with the load on the host.
+            "per_point": [{"process": p["process"].rsplit(":", 1)[-1], "index": p.get("index"),
+                           "start_s": round(p["started_at"] - min(started), 2) if started and p.get("started_at") else None,
+                           "compile_s": round(p.get("compile_s") or 0, 2), "gpu_s": round(p.get("gpu_s") or 0, 2)}
+                          for p in sorted(points, key=lambda q: (q["process"], q.get("started_at") or 0))]}
 
 
 def _run(args, name: str, extra: list[str], folder: str, results: dict, timeout_s: float) -> None:

@@ -92,16 +92,6 @@ def artifacts(compiled) -> tuple[bytes | None, str | None]:
     return cubin, ptx
 
 
-def kernel_names(sass: str | None) -> list[str]:
-    """The `.global` kernel symbols of a SASS listing."""
-    names = []
-    for line in (sass or "").splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == ".global":
-            names.append(parts[1])
-    return names
-
-
 def max_active_clusters(cluster: tuple[int, int]) -> int:
     """Clusters resident at once with one CTA per SM (asks the driver when a GPU is present)."""
     size = cluster[0] * cluster[1]
@@ -115,23 +105,16 @@ def max_active_clusters(cluster: tuple[int, int]) -> int:
     return H100_SMS // size
 
 
-def sass_of(cubin: bytes | None) -> str | None:
-    from kernelscope.toolchain.sass import disassemble_cubin
-    return disassemble_cubin(cubin) if cubin else None
-
-
-def compiled_kernel(compiled, bind=None):
-    """The CompiledKernel of a cute.compile result: its artifacts, and where it can run here,
-    bind(inputs) -> zero-argument launcher and launch(inputs), which binds, runs and returns
-    inputs["out"]. bind=None: inspection only."""
+def compiled_kernel(build, bind=None):
+    """The CompiledKernel of a kernel whose inspected variant `build()` compiles (a cute.compile
+    result, from fake operands): its artifacts are built on first use (CompiledKernel), and
+    where it can run here, bind(inputs) -> zero-argument launcher and launch(inputs), which
+    binds, runs and returns inputs["out"]. bind=None: inspection only."""
     from kernelscope.kernels.spec import CompiledKernel
-
-    cubin, ptx = artifacts(compiled)
-    sass = sass_of(cubin)
 
     def launch(inputs):
         bind(inputs)()
         return inputs["out"]
 
-    return CompiledKernel(launch=launch if bind is not None else None, cubin=cubin, sass=sass, ptx=ptx,
-                          kernel_names=kernel_names(sass), bind=bind)
+    return CompiledKernel(launch=launch if bind is not None else None, bind=bind,
+                          artifacts=lambda: artifacts(build()))

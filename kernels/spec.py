@@ -22,10 +22,19 @@ class ConfigRejected(ValueError):
     """
 
 
+# Artifacts a CompiledKernel may build on first use instead of at compile time.
+_DEFERRED = ("cubin", "sass", "ptx", "kernel_names")
+
+
 @dataclass
 class CompiledKernel:
     """What a compile produced. `launch(inputs)` runs it (GPU only); the artifacts
-    serve compile-only inspection (any machine)."""
+    serve compile-only inspection (any machine).
+
+    With `artifacts` (a zero-argument function returning (cubin, PTX)), the cubin, PTX, SASS
+    and kernel names are built on first use: a kernel whose launch path compiles a variant of
+    its own (from real tensors) then pays for the inspected compile and its disassembly only
+    when something inspects it, never in a timed or profiled run."""
 
     launch: Callable[[Inputs], Any] | None
     cubin: bytes | None = None
@@ -35,6 +44,31 @@ class CompiledKernel:
     # bind(inputs) -> zero-argument launcher with all host-side argument conversion done once,
     # so that timed launches measure the kernel, not the setup. Defaults to launch(inputs).
     bind: Callable[[Inputs], Callable[[], Any]] | None = None
+    artifacts: Callable[[], tuple[bytes | None, str | None]] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.artifacts is not None:
+            for name in _DEFERRED:       # __getattr__ builds them when first read
+                self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for attributes missing from the instance: the deferred artifacts.
+        build = self.__dict__.get("artifacts")
+        if name not in _DEFERRED or build is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        cubin, ptx = build()
+        sass = None
+        if cubin:
+            from kernelscope.toolchain.sass import disassemble_cubin, kernel_symbols
+            sass = disassemble_cubin(cubin)
+        names = kernel_symbols(sass) if sass else []
+        self.__dict__.update(cubin=cubin, ptx=ptx, sass=sass, kernel_names=names, artifacts=None)
+        return self.__dict__[name]
+
+    def materialize(self) -> "CompiledKernel":
+        """Builds deferred artifacts now (where compile errors and recorded compiles belong)."""
+        _ = self.cubin
+        return self
 
     def bound(self, inputs: Inputs) -> Callable[[], Any]:
         if self.bind is not None:
@@ -43,6 +77,12 @@ class CompiledKernel:
             raise RuntimeError("this compiled kernel cannot launch (compiled without a GPU)")
         launch = self.launch
         return lambda: launch(inputs)
+
+
+# The dataclass keeps each default as a class attribute, which would hide a deferred artifact
+# from __getattr__; __init__ holds its own copy of the defaults, so these can go.
+for _name in ("cubin", "sass", "ptx"):
+    delattr(CompiledKernel, _name)
 
 
 @dataclass

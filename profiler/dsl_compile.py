@@ -232,6 +232,8 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
           slow_step(f"compiling {spec.name} for {arch} (not in the compile cache)")):
         try:
             compiled = spec.compile(dict(config), dict(shape), dtype, arch)
+            if hasattr(compiled, "materialize"):
+                compiled.materialize()        # a deferred compile runs here: recorded, its errors caught
         except ConfigRejected as e:
             message = str(e)
             raise UserError(message if message.startswith(spec.name) else f"{spec.name}: {message}")

@@ -140,3 +140,13 @@ def disassemble_cubin(cubin: bytes) -> str | None:
             f.write(cubin)
         result = subprocess.run([tool, "-c", path], capture_output=True, text=True)
     return result.stdout if result.returncode == 0 else None
+
+
+def kernel_symbols(sass: str | None) -> list[str]:
+    """The `.global` kernel symbols of a SASS listing."""
+    names = []
+    for line in (sass or "").splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == ".global":
+            names.append(parts[1])
+    return names

@@ -273,9 +273,8 @@ def compile_flash_attn(config: dict[str, Any] | FlashAttnConfig | None, shape: d
     shape = dict(shape or {"B": 1, "H": 1, "S": 128, "D": 128, "causal": 0})
     _, _, _, D, causal = check_shape(shape, dtype)
     validate(cfg, D, causal)
-    compiled = _compiled(cfg, dtype, D, causal, False)
-    return cute_build.compiled_kernel(
-        compiled, (lambda inputs: bind_flash_attn(cfg, inputs)) if cute_build.gpu_available() else None)
+    bind = (lambda inputs: bind_flash_attn(cfg, inputs)) if cute_build.gpu_available() else None
+    return cute_build.compiled_kernel(lambda: _compiled(cfg, dtype, D, causal, False), bind)
 
 
 def section_heads(seqlen: int, head_dim: int, elem_bytes: int, pairs: int, l2: int | None = None) -> int:

@@ -182,8 +182,8 @@ def compile_gemm(config: dict[str, Any] | GemmConfig | None, shape: dict[str, in
 
     gpu = gpu_available()
     # The inspected variant: compiled from fake tensors, so it builds with or without a GPU.
-    compiled, _ = _compiled(cfg, dtype, out_dtype, a_major, b_major, False)
-    return compiled_kernel(compiled, (lambda inputs: bind_gemm(cfg, inputs)) if gpu else None)
+    return compiled_kernel(lambda: _compiled(cfg, dtype, out_dtype, a_major, b_major, False)[0],
+                           (lambda inputs: bind_gemm(cfg, inputs)) if gpu else None)
 
 
 def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:

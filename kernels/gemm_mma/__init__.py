@@ -255,9 +255,9 @@ def compile_gemm_mma(config: dict[str, Any] | MmaGemmConfig | None, shape: dict[
     if shape is not None:
         check_shape(shape, dtype, b_major)
     resolve_config(cfg, arch)
-    compiled, _ = _compiled(cfg, dtype, b_major, arch, False)
     runs_here = gpu_available() and arch == _device_arch()
-    return compiled_kernel(compiled, (lambda inputs: bind_gemm_mma(cfg, inputs)) if runs_here else None)
+    return compiled_kernel(lambda: _compiled(cfg, dtype, b_major, arch, False)[0],
+                           (lambda inputs: bind_gemm_mma(cfg, inputs)) if runs_here else None)
 
 
 def bind_gemm_mma(cfg: MmaGemmConfig, inputs) -> Callable[[], Any]:

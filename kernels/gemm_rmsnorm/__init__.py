@@ -223,8 +223,8 @@ def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch:
     elif dtype not in DTYPES:
         raise ConfigRejected(f"gemm_rmsnorm input dtype must be one of {DTYPES}, got {dtype}")
     ring_stages(cfg)
-    compiled = _compiled(cfg, dtype, w_major, False)
-    return compiled_kernel(compiled, (lambda inputs: bind_gemm_rmsnorm(cfg, inputs)) if gpu_available() else None)
+    return compiled_kernel(lambda: _compiled(cfg, dtype, w_major, False),
+                           (lambda inputs: bind_gemm_rmsnorm(cfg, inputs)) if gpu_available() else None)
 
 
 def bind_gemm_rmsnorm(cfg: GemmRmsNormConfig, inputs) -> Callable[[], Any]:

@@ -1,22 +1,23 @@
 """What running a sweep on Dask costs against the serial path, on the GPUs of this host.
 
-One sweep (default: rmsnorm, its 12 configs at two shapes = 24 points, each a separate compile)
-runs as `kernelscope sweep` three ways, each a fresh command:
+One sweep (default: rmsnorm, its 12 configs at two shapes = 24 points) runs as `kernelscope
+sweep` along each of --paths, in order, each a fresh command:
 
-  serial     the points one after another in the command's own process
-  gpus       `--gpus all --workers-per-gpu W`: a local Dask cluster, W workers per GPU
-  scheduler  `--scheduler ADDRESS` against a cluster this script started beforehand (W workers
-             holding GPU=1 on the visible GPU), run twice: cold workers, then warm ones
+  serial        the points one after another in the command's own process
+  gpus[:W]      `--gpus all --workers-per-gpu W`: a local Dask cluster, W workers per GPU
+  scheduler[:W] `--scheduler ADDRESS` against a cluster this script started beforehand (W workers
+                holding GPU=1 on the visible GPU), run twice: cold workers, then warm ones (their
+                processes already started, torch and the DSL imported, the CUDA context made)
 
 For each run: the command's wall time, and from its journal the time inside the points
-(compile, and the GPU-locked part: correctness, timing, reference), the span from the first
-point's start to the last point's end, and the overhead = wall - that span (process and
-cluster start-up, scheduling, the final table). A CuTe DSL compile with kept artifacts is not
-cached between processes, so every run compiles every point; parallel compiles are what a
-cluster run gains, and the overhead is what it pays. Phases that would not fit --budget-s are
-skipped and say so. Writes one JSON (--out) after every phase.
+(compile; the GPU-locked part; per point, the seconds of each step: inputs, bind, first_launch,
+expected, peaks, target_timing, reference_timing, device_facts, host_check), the span from the
+first point's start to the last point's end, and the overhead = wall - that span (process and
+cluster start-up, scheduling, the final table). Parallel compiles are what a cluster run gains;
+the overhead is what it pays. A path that would start with under 20 s of --budget-s left is
+skipped and says so. Writes one JSON (--out) after every run.
 
-    python3 benchmarks/bench_sweep_dask.py --out sweep-dask.json [--workers 8] [--budget-s 150]
+    python3 benchmarks/bench_sweep_dask.py --out sweep-dask.json [--paths serial gpus:2 scheduler:2]
 """
 
 from __future__ import annotations
@@ -67,8 +68,20 @@ def _journal_stats(path: str) -> dict:
             # first-point cost of each process or grows with the load on the host.
             "per_point": [{"process": p["process"].rsplit(":", 1)[-1], "index": p.get("index"),
                            "start_s": round(p["started_at"] - min(started), 2) if started and p.get("started_at") else None,
-                           "compile_s": round(p.get("compile_s") or 0, 2), "gpu_s": round(p.get("gpu_s") or 0, 2)}
-                          for p in sorted(points, key=lambda q: (q["process"], q.get("started_at") or 0))]}
+                           "compile_s": round(p.get("compile_s") or 0, 2), "gpu_s": round(p.get("gpu_s") or 0, 2),
+                           "phases": p.get("gpu_phases")}
+                          for p in sorted(points, key=lambda q: (q["process"], q.get("started_at") or 0))],
+            # Where the points' time went, summed over points: the steps under the GPU lock
+            # (first_launch .. device_facts) against those outside it (inputs, bind, host_check).
+            "phase_sums": _phase_sums(points)}
+
+
+def _phase_sums(points: list[dict]) -> dict[str, float]:
+    sums: dict[str, float] = {}
+    for p in points:
+        for name, seconds in (p.get("gpu_phases") or {}).items():
+            sums[name] = round(sums.get(name, 0.0) + seconds, 2)
+    return sums
 
 
 def _run(args, name: str, extra: list[str], folder: str, results: dict, timeout_s: float) -> None:
@@ -126,10 +139,14 @@ def _agreement(results: dict) -> None:
 
 
 def _start_cluster(workers: int):
+    """An existing cluster as a user would start one: W GPU workers, each capped to its share
+    of the host's cores for torch's host-side threads (as `--gpus` does for its own workers)."""
     from distributed import LocalCluster
 
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
     return LocalCluster(n_workers=workers, threads_per_worker=1, resources={"GPU": 1}, processes=True,
-                        dashboard_address=None, silence_logs=40)
+                        dashboard_address=None, silence_logs=40,
+                        env={"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
 
 
 def main() -> int:
@@ -139,7 +156,10 @@ def main() -> int:
     ap.add_argument("--vs", default="torch.rmsnorm")
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES))
     ap.add_argument("--rep-ms", type=float, default=20.0)
-    ap.add_argument("--workers", type=int, default=8, help="Dask workers per GPU")
+    ap.add_argument("--workers", type=int, default=2, help="Dask workers per GPU where a path names none")
+    ap.add_argument("--paths", nargs="+", default=["serial", "gpus:2", "scheduler:2"],
+                    help="in order: serial, gpus[:W] (--gpus all, W workers per GPU), scheduler[:W] (a cluster "
+                         "started beforehand, run cold then warm)")
     ap.add_argument("--budget-s", type=float, default=150.0, help="skip a phase that would end past this")
     args = ap.parse_args()
     start = time.perf_counter()
@@ -156,28 +176,33 @@ def main() -> int:
         return args.budget_s - (time.perf_counter() - start)
 
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as folder:
-        _run(args, "gpus", ["--gpus", "all", "--workers-per-gpu", str(args.workers)], folder, results, left())
-        write()
-        _run(args, "serial", [], folder, results, left())
-        write()
-        serial_wall = results["runs"]["serial"]["wall_s"]
-        gpus_wall = results["runs"]["gpus"]["wall_s"]
-        if left() > gpus_wall * 1.5 + 15:
-            t0 = time.perf_counter()
-            cluster = _start_cluster(args.workers)
-            results["cluster_start_s"] = round(time.perf_counter() - t0, 2)
-            try:
-                address = cluster.scheduler_address
-                for name in ("scheduler-cold", "scheduler-warm"):
-                    if left() < gpus_wall * 1.2:
-                        results["skipped"].append(f"{name}: {left():.0f} s of the budget left")
-                        continue
-                    _run(args, name, ["--scheduler", address], folder, results, left())
-                    write()
-            finally:
-                cluster.close()
-        else:
-            results["skipped"].append(f"scheduler runs: {left():.0f} s of the budget left after serial ({serial_wall} s)")
+        for path in args.paths:
+            kind, _, count = path.partition(":")
+            workers = int(count or args.workers)
+            if left() < 20:
+                results["skipped"].append(f"{path}: {left():.0f} s of the budget left")
+                continue
+            if kind == "serial":
+                _run(args, "serial", [], folder, results, left())
+            elif kind == "gpus":
+                _run(args, f"gpus-w{workers}", ["--gpus", "all", "--workers-per-gpu", str(workers)], folder, results,
+                     left())
+            elif kind == "scheduler":
+                t0 = time.perf_counter()
+                cluster = _start_cluster(workers)
+                results[f"cluster_start_s_w{workers}"] = round(time.perf_counter() - t0, 2)
+                try:
+                    for name in (f"scheduler-w{workers}-cold", f"scheduler-w{workers}-warm"):
+                        if left() < 20:
+                            results["skipped"].append(f"{name}: {left():.0f} s of the budget left")
+                            continue
+                        _run(args, name, ["--scheduler", cluster.scheduler_address], folder, results, left())
+                        write()
+                finally:
+                    cluster.close()
+            else:
+                raise SystemExit(f"unknown path {path!r}: serial, gpus[:W] or scheduler[:W]")
+            write()
         write()
     print(json.dumps({k: {kk: v.get(kk) for kk in ("wall_s", "span_s", "overhead_s", "vs_serial")}
                       for k, v in results["runs"].items()}, indent=1))

@@ -37,7 +37,7 @@ def run_case(case: Case, suite: Suite, use_cache: bool, keep_reports: str | None
     record["config"] = dict(inspection.config)
     record["static"] = entries
     record["code"] = case_identity(inspection)     # the gate's same-code verdicts need it
-    uuid = gpu_device.current_device_facts().get("uuid")
+    uuid = gpu_device.device_uuid()
     ncu = None
     with gpu_device.exclusive(uuid):
         _measure_case(case, suite, record)

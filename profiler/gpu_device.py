@@ -43,10 +43,8 @@ def current_device_facts() -> dict[str, Any]:
     process uses (torch's current device). Facts that cannot be read are None, never guessed."""
     import torch
 
-    index = torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(index)
-    uuid = getattr(props, "uuid", None)
-    uuid_text = f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith("GPU-") else (str(uuid) if uuid else None)
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    uuid_text = device_uuid()
     smi = _smi_query(uuid_text) if uuid_text else {}
     return {
         "host": platform.node() or None,
@@ -58,6 +56,16 @@ def current_device_facts() -> dict[str, Any]:
         "driver": smi.get("driver_version"),
         "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
+
+
+def device_uuid() -> str | None:
+    """The UUID of this process's GPU from the CUDA runtime (no nvidia-smi call): the lock's name."""
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
+    if uuid is None:
+        return None
+    return str(uuid) if str(uuid).startswith("GPU-") else f"GPU-{uuid}"
 
 
 def lock_path(device_uuid: str) -> str:

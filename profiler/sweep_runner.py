@@ -11,6 +11,7 @@ the sweep goes on either way. Ctrl-C cancels what runs and keeps what finished.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
@@ -71,7 +72,19 @@ def _inputs(spec, plan: SweepPlan, shape: dict[str, int]):
     return _inputs_kept[key]
 
 
-def _launch_and_time(spec, compiled, plan: SweepPlan, shape: dict[str, int], inputs) -> dict[str, Any]:
+class _Phases(dict):
+    """Seconds spent in each named step of a point, for the journal (where a point's time goes)."""
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self[name] = round(self.get(name, 0.0) + time.perf_counter() - t0, 4)
+
+
+def _launch_and_time(spec, fn, plan: SweepPlan, shape: dict[str, int], inputs, phases: _Phases) -> dict[str, Any]:
     """On the locked GPU: one launch on poisoned outputs, its output and the fp32 reference
     copied to the host, then the checked timings (docs/timing-checks.md) of the target and,
     right after, of the reference (adjacent, so the ratio sees the same clocks)."""
@@ -82,21 +95,26 @@ def _launch_and_time(spec, compiled, plan: SweepPlan, shape: dict[str, int], inp
     from kernelscope.profiler.checked_timing import time_checked
 
     out_name = spec.output
-    if out_name in inputs and hasattr(inputs[out_name], "fill_"):
-        inputs[out_name].fill_(float("nan"))      # each config must write every element
-    fn = compiled.bound(inputs)
-    out = fn()
-    torch.cuda.synchronize()
-    out = inputs[out_name] if out_name in inputs else out
-    host = {"out": out.detach().float().cpu(), "expected": torch.as_tensor(spec.reference_fp32(inputs)).float().cpu()}
+    with phases.step("first_launch"):
+        if out_name in inputs and hasattr(inputs[out_name], "fill_"):
+            inputs[out_name].fill_(float("nan"))      # each config must write every element
+        out = fn()
+        torch.cuda.synchronize()
+        out = inputs[out_name] if out_name in inputs else out
+        host = {"out": out.detach().float().cpu()}
+    with phases.step("expected"):
+        host["expected"] = torch.as_tensor(spec.reference_fp32(inputs)).float().cpu()
     fl, nb = float(spec.flops(shape)), float(spec.bytes_moved(shape, plan.dtype))
-    # Cached per device on disk: measured once per GPU, read back by every later point.
-    peaks = measure.measure_peaks(need_matmul=nb > 0 and fl / nb >= measure.COMPUTE_BOUND_INTENSITY)
+    with phases.step("peaks"):
+        # Cached per device on disk: measured once per GPU, read back by every later point.
+        peaks = measure.measure_peaks(need_matmul=nb > 0 and fl / nb >= measure.COMPUTE_BOUND_INTENSITY)
     common = dict(spec=spec, inputs=inputs, shape=shape, dtype=plan.dtype, seed=plan.seed, flops=fl, nbytes=nb,
                   peaks=peaks, fresh=plan.fresh_inputs, rep_ms=plan.rep_ms)
-    host["timing"] = time_checked(fn, **common)
-    host["reference_timing"] = (time_checked(references.bind(plan.reference, spec, inputs), is_target=False, **common)
-                                if plan.reference else None)
+    with phases.step("target_timing"):
+        host["timing"] = time_checked(fn, **common)
+    with phases.step("reference_timing"):
+        host["reference_timing"] = (time_checked(references.bind(plan.reference, spec, inputs), is_target=False,
+                                                 **common) if plan.reference else None)
     host["peak_gbps"] = peaks.copy_gbps
     if plan.fresh_inputs:
         _inputs_kept.clear()             # the bound tensors now hold other values than the seed's
@@ -147,20 +165,37 @@ def measure_point(plan: SweepPlan, point: Point, profile_fn: Callable | None = N
         return dict(row, status="failed", message=f"compile: {type(e).__name__}: {first}",
                     compile_s=time.perf_counter() - started)
     row["compile_s"] = time.perf_counter() - started
-    uuid = gpu_device.current_device_facts().get("uuid")
+    phases = _Phases()
+    uuid = gpu_device.device_uuid()
+    try:
+        with phases.step("inputs"), gpu_device.exclusive(uuid):
+            inputs = _inputs(spec, plan, point.shape)      # a new shape's tensors: allocation and copies
+        # A kernel that compiles its launched variant from real tensors does it here, outside the
+        # lock, so another worker can time meanwhile.
+        with phases.step("bind"):
+            fn = compiled.bound(inputs)
+    except ConfigRejected as e:
+        return dict(row, status="invalid", message=str(e), gpu_phases=dict(phases))
+    except Exception as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        return dict(row, status="failed", message=f"bind: {type(e).__name__}: {first}", gpu_phases=dict(phases))
     with gpu_device.exclusive(uuid):
         locked = time.perf_counter()
         try:
-            host = _launch_and_time(spec, compiled, plan, point.shape, _inputs(spec, plan, point.shape))
+            host = _launch_and_time(spec, fn, plan, point.shape, inputs, phases)
         except Exception as e:
             first = str(e).splitlines()[0] if str(e) else ""
             return dict(row, status="failed", message=f"launch: {type(e).__name__}: {first}",
-                        device=gpu_device.current_device_facts(), gpu_s=time.perf_counter() - locked)
-        row["device"] = gpu_device.current_device_facts()     # the SM clock right after timing
+                        device=gpu_device.current_device_facts(), gpu_s=time.perf_counter() - locked,
+                        gpu_phases=dict(phases))
+        with phases.step("device_facts"):
+            row["device"] = gpu_device.current_device_facts()     # the SM clock right after timing
         row["gpu_s"] = time.perf_counter() - locked
-    del compiled
+    row["gpu_phases"] = phases
+    del compiled, fn
     atol, rtol = measure.tolerance_for(spec, plan.dtype)
-    report = check(host["out"], host["expected"], atol=atol, rtol=rtol, tile=spec.tile, dims=spec.output_dims)
+    with phases.step("host_check"):
+        report = check(host["out"], host["expected"], atol=atol, rtol=rtol, tile=spec.tile, dims=spec.output_dims)
     row["correctness"] = report.to_dict()
     if not report.ok:
         return dict(row, status="wrong", finished_at=time.time(),

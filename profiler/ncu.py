@@ -159,13 +159,37 @@ def requested_metrics(req: ProfileRequest) -> list[str]:
 
 
 def known_metric_bases(ncu: str, chip: str | None = "gh100") -> set[str] | None:
-    """Base metric names this ncu knows for the chip (None when the query fails)."""
+    """Base metric names this ncu knows for the chip (None when the query fails). The query
+    takes seconds; its answer is kept on disk per ncu binary (path, size, modification time)."""
+    from kernelscope.profiler.compile_cache import cache_root
+
+    try:
+        st = os.stat(ncu)
+        ident = f"{os.path.realpath(ncu)}|{st.st_size}|{st.st_mtime_ns}|{chip}"
+    except OSError:
+        ident = None
+    kept = None
+    if ident is not None:
+        import hashlib
+
+        kept = cache_root() / "ncu-metrics" / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
+        names = read_json_or_empty(str(kept)).get("bases")
+        if isinstance(names, list) and names:
+            return set(names)
     cmd = [ncu, "--query-metrics"] + (["--chip", chip] if chip else [])
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
         return None
     names = {ln.split()[0] for ln in r.stdout.splitlines() if ln.strip() and re.match(r"^[a-z]\w*__\w+\s", ln)}
+    if names and kept is not None:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"ncu": ident, "bases": sorted(names)}))
+            os.replace(tmp, kept)       # atomic: a concurrent reader sees all of it or none
+        except OSError:
+            pass                        # a read-only cache only costs the next query
     return names or None
 
 
@@ -267,7 +291,7 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
     if req.line_info:
         env["CUTE_DSL_LINEINFO"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
-    start = time.monotonic()
+    start, started_at = time.monotonic(), time.time()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -284,6 +308,9 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
     sidecar = write_sidecar(req, {
         "command_line": subprocess.list2cmdline(cmd), "ncu_version": ncu_version(ncu),
         "wall_s": wall, "passes": passes, "returncode": proc.returncode, "worker_status": status,
+        # ncu's start-up before the profiled interpreter ran, then the worker's own stages.
+        "worker_started_after_s": (round(status["started_at"] - started_at, 3)
+                                   if isinstance(status.get("started_at"), (int, float)) else None),
         "metrics_dropped_unknown_to_ncu": dropped,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })

@@ -13,7 +13,11 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
+
+# When the interpreter got here: the stages' clock (ncu's start-up comes before it).
+_STARTED_AT = time.time()
 
 TARGET_RANGE = "ks:target"
 REFERENCE_RANGE = "ks:reference"
@@ -50,6 +54,13 @@ def main(argv=None) -> int:
     from kernelscope.kernels.spec import ConfigRejected
 
     stage = "start"
+    # Seconds from this process's start to the end of each stage (where a profile's time goes).
+    seconds: dict[str, float] = {}
+
+    def reached(next_stage: str) -> str:
+        seconds[stage] = round(time.time() - _STARTED_AT, 3)
+        return next_stage
+
     try:
         import torch
 
@@ -60,15 +71,15 @@ def main(argv=None) -> int:
             raise UserError("no CUDA GPU is visible to the profiled process")
         shape = json.loads(args.shape)
         config = json.loads(args.config)
-        stage = "inputs"
+        stage = reached("inputs")
         spec = registry.resolve(args.target)
         inputs = spec.make_inputs(shape, args.dtype, args.seed, "cuda")
-        stage = "compile"
+        stage = reached("compile")
         compiled = spec.compile(config, shape, args.dtype, args.arch)
         target_fn = compiled.bound(inputs)
-        stage = "reference"
+        stage = reached("reference")
         ref_fn = references.bind(args.vs, spec, inputs) if args.vs else None
-        stage = "warm-up"
+        stage = reached("warm-up")
         for _ in range(args.warmup):
             target_fn()
             if ref_fn is not None:
@@ -76,7 +87,7 @@ def main(argv=None) -> int:
         torch.cuda.synchronize()
         out = inputs[spec.output] if spec.output in inputs else target_fn()
         report = check_output(spec, out, inputs, args.dtype)
-        stage = "profiled launches"
+        stage = reached("profiled launches")
         with torch.cuda.nvtx.range(TARGET_RANGE):
             target_fn()
         torch.cuda.synchronize()
@@ -84,7 +95,8 @@ def main(argv=None) -> int:
             with torch.cuda.nvtx.range(REFERENCE_RANGE):
                 ref_fn()
             torch.cuda.synchronize()
-        _write_status(args.status, ok=True, stage="done", correct=report.ok,
+        reached("done")
+        _write_status(args.status, ok=True, stage="done", seconds=seconds, started_at=_STARTED_AT, correct=report.ok,
                       max_abs_error=report.max_abs_error, bad_count=report.bad_count,
                       device=torch.cuda.get_device_name())
         return EXIT_OK

@@ -188,3 +188,17 @@ def test_metrics_unknown_to_ncu_are_dropped_not_fatal(tmp_path):
     assert ncu.known_metric_bases(fake) == {"dram__bytes_read", "smsp__inst_executed"}
     cmd = ncu.build_command("ncu", req, metrics_override=["dram__bytes_read.sum"])
     assert cmd[cmd.index("--metrics") + 1] == "dram__bytes_read.sum"
+
+
+def test_the_metric_query_is_asked_once_per_ncu_binary(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    asked = tmp_path / "asked"
+    fake = _fake_ncu(tmp_path, f'echo x >> "{asked}"\necho "dram__bytes_read   # of bytes read from DRAM"')
+    assert ncu.known_metric_bases(fake) == {"dram__bytes_read"}
+    assert ncu.known_metric_bases(fake) == {"dram__bytes_read"}
+    assert asked.read_text().count("x") == 1
+    # Another binary (here: the same path, rewritten) is asked again.
+    fake = _fake_ncu(tmp_path, f'echo x >> "{asked}"\necho "smsp__inst_executed   # of warp instructions"')
+    os.utime(fake, ns=(1, 10**18))
+    assert ncu.known_metric_bases(fake) == {"smsp__inst_executed"}
+    assert asked.read_text().count("x") == 2

@@ -218,7 +218,7 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
     if "cutlass" not in sys.modules:
         os.environ["CUTE_DSL_ARCH"] = arch
     if "CUTE_DSL_DUMP_DIR" not in os.environ:
-        from kernelscope.profiler.compile_cache import cache_root
+        from kernelscope.toolchain.disk_cache import cache_root
 
         os.environ["CUTE_DSL_DUMP_DIR"] = str(cache_root() / "dsl-artifacts")
     # The DSL fails a kept-artifact compile when the folder is missing.

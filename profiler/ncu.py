@@ -161,7 +161,7 @@ def requested_metrics(req: ProfileRequest) -> list[str]:
 def known_metric_bases(ncu: str, chip: str | None = "gh100") -> set[str] | None:
     """Base metric names this ncu knows for the chip (None when the query fails). The query
     takes seconds; its answer is kept on disk per ncu binary (path, size, modification time)."""
-    from kernelscope.profiler.compile_cache import cache_root
+    from kernelscope.toolchain.disk_cache import cache_root
 
     try:
         st = os.stat(ncu)
@@ -309,6 +309,7 @@ def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float
         "command_line": subprocess.list2cmdline(cmd), "ncu_version": ncu_version(ncu),
         "wall_s": wall, "passes": passes, "returncode": proc.returncode, "worker_status": status,
         # ncu's start-up before the profiled interpreter ran, then the worker's own stages.
+        "ncu_started_at": started_at,
         "worker_started_after_s": (round(status["started_at"] - started_at, 3)
                                    if isinstance(status.get("started_at"), (int, float)) else None),
         "metrics_dropped_unknown_to_ncu": dropped,

@@ -22,7 +22,7 @@ class Peaks:
 
 
 def _cache_path() -> str:
-    from kernelscope.profiler.compile_cache import cache_root
+    from kernelscope.toolchain.disk_cache import cache_root
 
     root = str(cache_root())
     return os.path.join(root, "peaks.json")

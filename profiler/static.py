@@ -192,7 +192,7 @@ def source_identity(target: str) -> tuple[str, str]:
     """(canonical target, hash of the sources that define it), without importing the kernel."""
     import importlib.util
 
-    from kernelscope.profiler.compile_cache import hash_sources, source_files
+    from kernelscope.toolchain.disk_cache import hash_sources, source_files
 
     location = _registered_location(target)
     if location is not None:

@@ -21,7 +21,7 @@ LISTING_FORMAT = 1
 
 
 def _listing_path(cubin: bytes) -> Path:
-    from kernelscope.profiler.compile_cache import cache_root
+    from kernelscope.toolchain.disk_cache import cache_root
 
     digest = hashlib.sha256(cubin).hexdigest()
     return cache_root() / "sass-lines" / f"{digest}.v{LISTING_FORMAT}.json"

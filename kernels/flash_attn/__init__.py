@@ -43,7 +43,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernelscope.kernels import cute_build
+from kernelscope.kernels import cute_build, launch_cache
 from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, l2_bytes, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
@@ -254,8 +254,12 @@ def _compiled(cfg: FlashAttnConfig, dtype: str, head_dim: int, causal: bool, use
     else:
         args = _fake_operands(dtype, head_dim)
         stream = cute_build.fake_stream()
-    return cute.compile(kernel, *args, cutlass.Float32(1.0), 1, 1, stream,
-                        options=cute_build.artifact_options("kernelscope-flash-"))
+    def build():
+        return cute.compile(kernel, *args, cutlass.Float32(1.0), 1, 1, stream,
+                            options=cute_build.artifact_options("kernelscope-flash-"))
+
+    key = (cfg, dtype, head_dim, causal)
+    return launch_cache.reusable("flash_attn", key, build) if use_gpu_tensors else build()
 
 
 def _config_of(config) -> FlashAttnConfig:

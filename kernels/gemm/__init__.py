@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernelscope.kernels import gemm_problem
+from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
     max_active_clusters, to_cute)
@@ -147,8 +147,11 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
     else:
         args = list(fake_gemm_operands(dtype, out_dtype, a_major, b_major))
         stream = fake_stream()
-    compiled = cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-"))
-    return compiled, resolved
+    def build():
+        return cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-"))
+
+    key = (cfg, dtype, out_dtype, a_major, b_major)
+    return (launch_cache.reusable("gemm", key, build) if use_gpu_tensors else build()), resolved
 
 
 def _example_inputs(dtype, out_dtype, a_major, b_major, M=256, N=256, K=256):

@@ -38,7 +38,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernelscope.kernels import gemm_problem
+from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, artifacts, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream,
     gpu_available, to_cute)
@@ -189,8 +189,11 @@ def _compiled(cfg: MmaGemmConfig, dtype: str, b_major: str, arch: str, use_gpu_t
     else:
         args = list(fake_gemm_operands(dtype, dtype, "k", b_major))
         stream = fake_stream()
-    compiled = cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-mma-", arch))
-    return compiled, resolved
+    def build():
+        return cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-mma-", arch))
+
+    key = (cfg, dtype, b_major, arch)
+    return (launch_cache.reusable("gemm_mma", key, build) if use_gpu_tensors else build()), resolved
 
 
 def _example_inputs(dtype, b_major, M=256, N=256, K=256):

@@ -47,7 +47,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernelscope.kernels import gemm_problem
+from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
     max_active_clusters, to_cute)
@@ -203,8 +203,11 @@ def _compiled(cfg: GemmRmsNormConfig, dtype: str, w_major: str, on_gpu: bool):
         # The kernel sees W as (N, K): a K x N row-major W is N-contiguous, an N x K weight K-contiguous.
         args = list(fake_gemm_operands(dtype, dtype, "k", w_major))
         stream = fake_stream()
-    return cute.compile(kernel, *args, cutlass.Float32(DEFAULT_EPS), 1, stream,
-                        options=artifact_options("kernelscope-gemm-rmsnorm-"))
+    def build():
+        return cute.compile(kernel, *args, cutlass.Float32(DEFAULT_EPS), 1, stream,
+                            options=artifact_options("kernelscope-gemm-rmsnorm-"))
+
+    return launch_cache.reusable("gemm_rmsnorm", (cfg, dtype, w_major), build) if on_gpu else build()
 
 
 def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch: str = "sm_90a", *,

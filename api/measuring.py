@@ -88,9 +88,13 @@ def reference_name(spec, vs: str | None) -> str | None:
 
 
 def require_gpu(what: str) -> None:
-    import torch
+    from kernelscope.profiler.gpu_device import cuda_device_count
 
-    if not torch.cuda.is_available():
+    count = cuda_device_count()
+    if count is None:                  # no driver library by that name: ask torch as a last resort
+        import torch
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count < 1:
         raise UserError(f"no CUDA GPU is available: `{what}` needs one "
                         "(compile-only analysis works without: `kernelscope inspect`)", exit_code=3)
 

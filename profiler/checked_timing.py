@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from kernelscope.profiler import launch_probe
 from kernelscope.profiler import timing_checks as tc
 from kernelscope.profiler.timing import Timing, time_callable
 
@@ -94,8 +95,10 @@ def floor_for(timing: Timing, flops: float, nbytes: float, peaks, output_bytes: 
 
 def time_checked(fn: Callable[[], Any], *, spec, inputs: dict[str, Any], shape: Mapping[str, int], dtype: str,
                  seed: int, flops: float, nbytes: float, peaks=None, fresh: bool = False,
-                 probe: bool = True, is_target: bool = True, **timer_kwargs) -> Timing:
-    """time_callable with the checks above recorded in the returned Timing's `checks`."""
+                 probe: "bool | launch_probe.ProbeResult" = True, is_target: bool = True, **timer_kwargs) -> Timing:
+    """time_callable with the checks above recorded in the returned Timing's `checks`. `probe`:
+    True to probe fn's launches after timing, or the result of an earlier probe of the same
+    call (a library reference on the same inputs, probed once per shape by a sweep)."""
     import torch
 
     refresh, fresh_check = fresh_inputs(spec, shape, dtype, seed, inputs) if fresh else (None, None)
@@ -112,9 +115,7 @@ def time_checked(fn: Callable[[], Any], *, spec, inputs: dict[str, Any], shape: 
     l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
     timing.checks.add(floor_for(timing, flops, nbytes, peaks, out_bytes, l2))
     if probe:
-        from kernelscope.profiler import launch_probe
-
-        result = launch_probe.probe(fn)
+        result = probe if isinstance(probe, launch_probe.ProbeResult) else launch_probe.probe(fn)
         timing.checks.add(result.check())
         timing.launches = result.launches
     return timing

@@ -58,6 +58,22 @@ def current_device_facts() -> dict[str, Any]:
     }
 
 
+def cuda_device_count() -> int | None:
+    """GPUs the CUDA driver shows this process (CUDA_VISIBLE_DEVICES applies), asked through
+    libcuda directly: a fraction of a second, where importing torch to ask takes seconds.
+    None when the driver library cannot be loaded at all."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    count = ctypes.c_int(0)
+    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
 def device_uuid() -> str | None:
     """The UUID of this process's GPU from the CUDA runtime (no nvidia-smi call): the lock's name."""
     import torch

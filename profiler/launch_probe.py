@@ -112,6 +112,26 @@ def gpu_events(trace: Mapping[str, Any]) -> dict[str, Any]:
                             if ev.get("ph") == "X" and ev.get("cat") in _WORK_CATEGORIES]}
 
 
+_warmed = False
+
+
+def warm_up() -> None:
+    """Start and stop torch.profiler once with no GPU work: its first start in a process (CUPTI
+    loaded, activity buffers set up) takes seconds. A sweep worker does this before it waits
+    for the GPU lock, so that cost is not paid while other workers wait for the device."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+            pass
+    except (RuntimeError, OSError, ValueError):
+        pass                 # the probe itself then says why it could not run
+
+
 def probe(fn: Callable[[], Any], *, calls: int = 2, save_trace: str | None = None) -> ProbeResult:
     """Call fn `calls` times under torch.profiler, each call between two markers (GPU only).
     save_trace: also write the trace's GPU work there (JSON) for a later look."""

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kernelscope.profiler import sweep_journal
+from kernelscope.profiler import launch_probe, sweep_journal
 from kernelscope.profiler import timing_checks as tc
 from kernelscope.profiler.executors import PointExecutor
 
@@ -60,8 +60,9 @@ def plan_points(shapes: list[dict[str, int]], configs: list[dict[str, Any]]) -> 
 
 # ----------------------------------------------------------------------------- on the worker
 
-# Kept between the points a worker process runs: one shape's inputs.
+# Kept between the points a worker process runs: one shape's inputs, the reference's launches.
 _inputs_kept: dict[Any, Any] = {}
+_reference_probes: dict[Any, Any] = {}
 
 
 def _inputs(spec, plan: SweepPlan, shape: dict[str, int]):
@@ -82,6 +83,16 @@ class _Phases(dict):
             yield
         finally:
             self[name] = round(self.get(name, 0.0) + time.perf_counter() - t0, 4)
+
+    @contextlib.contextmanager
+    def holding(self, device_uuid: str | None):
+        """The GPU's lock, the wait for it counted as `lock_wait`."""
+        from kernelscope.profiler import gpu_device
+
+        t0 = time.perf_counter()
+        with gpu_device.exclusive(device_uuid):
+            self["lock_wait"] = round(self.get("lock_wait", 0.0) + time.perf_counter() - t0, 4)
+            yield
 
 
 def _launch_and_time(spec, fn, plan: SweepPlan, shape: dict[str, int], inputs, phases: _Phases) -> dict[str, Any]:
@@ -113,8 +124,16 @@ def _launch_and_time(spec, fn, plan: SweepPlan, shape: dict[str, int], inputs, p
     with phases.step("target_timing"):
         host["timing"] = time_checked(fn, **common)
     with phases.step("reference_timing"):
-        host["reference_timing"] = (time_checked(references.bind(plan.reference, spec, inputs), is_target=False,
-                                                 **common) if plan.reference else None)
+        host["reference_timing"] = None
+        if plan.reference:
+            ref_fn = references.bind(plan.reference, spec, inputs)
+            # The reference is the same library call on the same inputs at every config of a shape:
+            # its launches are probed once per shape in this process, its time at every point.
+            probe_key = (plan.reference, tuple(shape.items()), plan.dtype)
+            if probe_key not in _reference_probes:
+                _reference_probes[probe_key] = launch_probe.probe(ref_fn)
+            host["reference_timing"] = time_checked(ref_fn, is_target=False, probe=_reference_probes[probe_key],
+                                                    **common)
     host["peak_gbps"] = peaks.copy_gbps
     if plan.fresh_inputs:
         _inputs_kept.clear()             # the bound tensors now hold other values than the seed's
@@ -167,8 +186,9 @@ def measure_point(plan: SweepPlan, point: Point, profile_fn: Callable | None = N
     row["compile_s"] = time.perf_counter() - started
     phases = _Phases()
     uuid = gpu_device.device_uuid()
+    launch_probe.warm_up()           # seconds on a process's first point: never while holding the lock
     try:
-        with phases.step("inputs"), gpu_device.exclusive(uuid):
+        with phases.holding(uuid), phases.step("inputs"):
             inputs = _inputs(spec, plan, point.shape)      # a new shape's tensors: allocation and copies
         # A kernel that compiles its launched variant from real tensors does it here, outside the
         # lock, so another worker can time meanwhile.
@@ -179,7 +199,7 @@ def measure_point(plan: SweepPlan, point: Point, profile_fn: Callable | None = N
     except Exception as e:
         first = str(e).splitlines()[0] if str(e) else ""
         return dict(row, status="failed", message=f"bind: {type(e).__name__}: {first}", gpu_phases=dict(phases))
-    with gpu_device.exclusive(uuid):
+    with phases.holding(uuid):
         locked = time.perf_counter()
         try:
             host = _launch_and_time(spec, fn, plan, point.shape, inputs, phases)

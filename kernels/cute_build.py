@@ -6,6 +6,7 @@ cutlass and torch are imported inside the functions: a kernel module stays impor
 DSL or a GPU is missing.
 """
 
+import functools
 import tempfile
 
 from kernelscope.kernels.sm90.device import H100_SMS
@@ -92,17 +93,50 @@ def artifacts(compiled) -> tuple[bytes | None, str | None]:
     return cubin, ptx
 
 
+@functools.lru_cache(maxsize=None)
 def max_active_clusters(cluster: tuple[int, int]) -> int:
-    """Clusters resident at once with one CTA per SM (asks the driver when a GPU is present)."""
+    """Clusters resident at once with one CTA per SM (asks the driver when a GPU is present).
+    The DSL's answer compiles a probe kernel each time it is asked, so it is kept per process
+    and on disk per device (UUID) and driver."""
     size = cluster[0] * cluster[1]
     try:
         import torch
         if torch.cuda.is_available():
-            import cutlass.utils as utils
-            return int(utils.HardwareInfo().get_max_active_clusters(size))
+            return _device_max_active_clusters(size)
     except Exception:  # noqa: BLE001 - fall back to the SM count below
         pass
     return H100_SMS // size
+
+
+def _device_max_active_clusters(size: int) -> int:
+    import json
+    import os
+
+    import cuda.bindings.driver as driver
+    import torch
+
+    from kernelscope.toolchain.disk_cache import cache_root
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    err, version = driver.cuDriverGetVersion()
+    path = cache_root() / "device-facts" / f"max-active-clusters-{props.uuid}-{version if not int(err) else 'x'}.json"
+    known: dict = {}
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    if str(size) in known:
+        return int(known[str(size)])
+    import cutlass.utils as utils
+    value = int(utils.HardwareInfo().get_max_active_clusters(size))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**known, str(size): value}))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return value
 
 
 def compiled_kernel(build, bind=None):

@@ -1,5 +1,6 @@
 """Error localisation on CPU tensors with planted bugs."""
 
+import pytest
 import torch
 
 from kernelscope.profiler.correctness import check
@@ -86,3 +87,18 @@ def test_higher_rank_outputs_are_flattened_to_rows():
     r = check(out, ref, atol=1e-3, rtol=1e-3, dims=("b", "h", "s", "d"))
     assert r.worst_index == (1, 2, 5, 7)
     assert r.bad_rows == [(1 * 3 + 2) * 8 + 5] and r.bad_cols == [7]
+
+
+@pytest.mark.gpu
+@pytest.mark.gpu_fast
+def test_the_check_on_the_gpu_reports_what_the_host_check_reports():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    x, w, ref = _data(rows=256, cols=512)
+    out = _rmsnorm(x, w[0])
+    out[16:32, 64:128] = float("nan")
+    on_host = check(out, ref, atol=2e-2, rtol=2e-2, tile=(16, 64))
+    on_gpu = check(out.cuda(), ref.cuda(), atol=2e-2, rtol=2e-2, tile=(16, 64))
+    for name in ("ok", "bad_count", "nan_count", "worst_index", "bad_rows", "bad_cols", "bad_tiles", "diagnoses"):
+        assert getattr(on_gpu, name) == getattr(on_host, name), name
+    assert on_gpu.max_abs_error == pytest.approx(on_host.max_abs_error)

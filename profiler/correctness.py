@@ -12,9 +12,10 @@ written (the output is poisoned with NaN before the launch).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 # How many indices to list before summarising as "...".
 _MAX_LISTED = 8
@@ -87,6 +88,16 @@ def _as_matrix(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1, t.shape[-1])
 
 
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` in a row-major tensor of `shape` (torch.unravel_index's first
+    call imports several hundred modules: seconds, for one index)."""
+    index = []
+    for extent in reversed(shape):
+        flat, i = divmod(flat, extent)
+        index.append(i)
+    return tuple(reversed(index))
+
+
 def _periodic(idx: list[int], extent: int) -> str | None:
     """'every 64th starting at 0' when the bad indices form an arithmetic progression."""
     if len(idx) < 3 or len(idx) == extent:
@@ -101,6 +112,8 @@ def check(out: Any, ref: Any, *, atol: float, rtol: float,
           tile: tuple[int, ...] | None = None, dims: tuple[str, ...] = ("row", "col")) -> CorrectnessReport:
     """Compare `out` (any dtype, any device) with the fp32 reference `ref` (same shape). Both on
     one GPU: compared there (seconds less on the host for large outputs); else on the host."""
+    import torch  # here, not at import: `profile` and `inspect` reach this module without needing torch
+
     out_t = torch.as_tensor(out)
     ref_t = torch.as_tensor(ref)
     if tuple(out_t.shape) != tuple(ref_t.shape):
@@ -130,7 +143,7 @@ def check(out: Any, ref: Any, *, atol: float, rtol: float,
     worst = None
     if diff_f.numel():
         flat = int(torch.argmax(diff_f))
-        worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ()
+        worst = _unravel(flat, shape)
 
     bad_rows = torch.nonzero(bad.any(dim=1)).flatten().tolist()
     bad_cols = torch.nonzero(bad.any(dim=0)).flatten().tolist()
@@ -163,6 +176,8 @@ def check(out: Any, ref: Any, *, atol: float, rtol: float,
 def diagnose(o: torch.Tensor, r: torch.Tensor, bad: torch.Tensor, finite: torch.Tensor,
              rep: CorrectnessReport, dims: tuple[str, ...] = ("row", "col")) -> list[str]:
     """Name the error patterns that point at a cause. `o`, `r`: fp32 matrices on the CPU."""
+    import torch  # here, not at import: `profile` and `inspect` reach this module without needing torch
+
     rows, cols = o.shape
     row_name = dims[-2] if len(dims) >= 2 else "row"
     col_name = dims[-1] if dims else "col"

@@ -158,39 +158,47 @@ def requested_metrics(req: ProfileRequest) -> list[str]:
     return list(dict.fromkeys(req.metrics))
 
 
-def known_metric_bases(ncu: str, chip: str | None = "gh100") -> set[str] | None:
-    """Base metric names this ncu knows for the chip (None when the query fails). The query
-    takes seconds; its answer is kept on disk per ncu binary (path, size, modification time)."""
+def _cached_answer(ncu: str, question: str, ask):
+    """ncu's answer to `question` (a JSON value computed by `ask()`, None when it failed),
+    kept on disk per ncu binary (path, size, modification time): asking takes seconds."""
+    import hashlib
+
     from kernelscope.toolchain.disk_cache import cache_root
 
     try:
         st = os.stat(ncu)
-        ident = f"{os.path.realpath(ncu)}|{st.st_size}|{st.st_mtime_ns}|{chip}"
+        ident = f"{os.path.realpath(ncu)}|{st.st_size}|{st.st_mtime_ns}|{question}"
     except OSError:
-        ident = None
-    kept = None
-    if ident is not None:
-        import hashlib
-
-        kept = cache_root() / "ncu-metrics" / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
-        names = read_json_or_empty(str(kept)).get("bases")
-        if isinstance(names, list) and names:
-            return set(names)
-    cmd = [ncu, "--query-metrics"] + (["--chip", chip] if chip else [])
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    names = {ln.split()[0] for ln in r.stdout.splitlines() if ln.strip() and re.match(r"^[a-z]\w*__\w+\s", ln)}
-    if names and kept is not None:
+        return ask()
+    kept = cache_root() / "ncu-answers" / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
+    answer = read_json_or_empty(str(kept)).get("answer")
+    if answer:
+        return answer
+    answer = ask()
+    if answer:
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
             tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"ncu": ident, "bases": sorted(names)}))
+            tmp.write_text(json.dumps({"ncu": ident, "answer": answer}))
             os.replace(tmp, kept)       # atomic: a concurrent reader sees all of it or none
         except OSError:
-            pass                        # a read-only cache only costs the next query
-    return names or None
+            pass                        # a read-only cache only costs the next question
+    return answer
+
+
+def known_metric_bases(ncu: str, chip: str | None = "gh100") -> set[str] | None:
+    """Base metric names this ncu knows for the chip (None when the query fails)."""
+    def ask():
+        cmd = [ncu, "--query-metrics"] + (["--chip", chip] if chip else [])
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return sorted({ln.split()[0] for ln in r.stdout.splitlines()
+                       if ln.strip() and re.match(r"^[a-z]\w*__\w+\s", ln)}) or None
+
+    names = _cached_answer(ncu, f"metrics {chip}", ask)
+    return set(names) if names else None
 
 
 def drop_unknown_metrics(metrics: list[str], known: set[str] | None) -> tuple[list[str], list[str]]:
@@ -266,12 +274,15 @@ def write_sidecar(req: ProfileRequest, run_info: dict[str, Any]) -> str:
 
 
 def ncu_version(ncu: str) -> str | None:
-    try:
-        r = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = [ln.strip() for ln in r.stdout.splitlines() if "Version" in ln]
-    return lines[-1] if lines else None
+    def ask():
+        try:
+            r = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        lines = [ln.strip() for ln in r.stdout.splitlines() if "Version" in ln]
+        return lines[-1] if lines else None
+
+    return _cached_answer(ncu, "version", ask)
 
 
 def run_profile(req: ProfileRequest, *, ncu: str | None = None, timeout_s: float | None = None,

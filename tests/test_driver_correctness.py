@@ -102,3 +102,14 @@ def test_the_check_on_the_gpu_reports_what_the_host_check_reports():
     for name in ("ok", "bad_count", "nan_count", "worst_index", "bad_rows", "bad_cols", "bad_tiles", "diagnoses"):
         assert getattr(on_gpu, name) == getattr(on_host, name), name
     assert on_gpu.max_abs_error == pytest.approx(on_host.max_abs_error)
+
+
+def test_the_worst_index_is_torchs_unravelled_index():
+    from kernelscope.profiler.correctness import _unravel
+
+    for shape in [(3, 4, 5), (7,), (2, 3), (2, 1, 3, 2)]:
+        numel = 1
+        for extent in shape:
+            numel *= extent
+        for flat in range(numel):
+            assert _unravel(flat, shape) == tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -156,7 +157,10 @@ def _fake_operands(variant: Variant, ctas: int):
 
 def compile_fake(variant: Variant, ctas: int = 132):
     """Compile one variant for sm_90a from fake tensors (no GPU needed)."""
-    return cute.compile(GmmaRounds(variant), *_fake_operands(variant, ctas), variant.lag_ffmas // LAG_UNROLL, ctas, options="--keep-cubin")
+    # The kept cubin goes to a scratch folder: the DSL's default is the working directory.
+    options = f"--keep-cubin --dump-dir={tempfile.mkdtemp(prefix='gmma-bound-')}"
+    return cute.compile(GmmaRounds(variant), *_fake_operands(variant, ctas), variant.lag_ffmas // LAG_UNROLL, ctas,
+                        options=options)
 
 
 def _cubin_summary(compiled) -> str:

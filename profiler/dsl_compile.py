@@ -165,26 +165,29 @@ def record_dsl_compiles() -> Iterator[dict[str, list]]:
 
 
 @contextlib.contextmanager
-def dsl_targeting(arch: str) -> Iterator[None]:
-    """While active, the loaded CuTe DSL compiles for `arch`.
+def dsl_targeting(arch: str, dump_dir: str | None = None) -> Iterator[None]:
+    """While active, the loaded CuTe DSL compiles for `arch` and keeps artifacts a compile asks
+    to keep without naming a folder (`--keep-cubin` alone) in `dump_dir`.
 
-    The DSL reads CUTE_DSL_ARCH once, when it is imported; a process that imported cutlass
-    before kernelscope set it (or with another value) would otherwise compile for that
-    arch, or for the arch detected on the machine. Its previous target is restored after.
+    The DSL reads CUTE_DSL_ARCH and CUTE_DSL_DUMP_DIR once, when it is imported; a process that
+    imported cutlass before kernelscope set them would otherwise compile for that arch (or the
+    one detected on the machine) and write kept cubins into the working directory. The
+    previous settings are restored after.
     """
     from cutlass.cutlass_dsl import CuTeDSL
 
     envar = getattr(CuTeDSL._get_dsl(), "envar", None)
-    if envar is None or not hasattr(envar, "arch"):
-        # A DSL without this knob: the check of the cubin's arch after the compile remains.
-        yield
-        return
-    previous = envar.arch
-    envar.arch = arch
+    wanted = {"arch": arch, **({"dump_dir": dump_dir} if dump_dir else {})}
+    # A DSL without one of these knobs: the check of the cubin's arch after the compile remains.
+    settable = {k: v for k, v in wanted.items() if envar is not None and hasattr(envar, k)}
+    previous = {k: getattr(envar, k) for k in settable}
+    for k, v in settable.items():
+        setattr(envar, k, v)
     try:
         yield
     finally:
-        envar.arch = previous
+        for k, v in previous.items():
+            setattr(envar, k, v)
 
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -228,7 +231,7 @@ def compile_artifacts(spec, config: Mapping[str, Any], shape: Mapping[str, int],
     except ImportError as e:
         raise UserError(f"cannot compile {spec.name}: nvidia-cutlass-dsl is not installed ({e})")
 
-    with (dsl_targeting(arch), record_dsl_compiles() as seen,
+    with (dsl_targeting(arch, os.environ["CUTE_DSL_DUMP_DIR"]), record_dsl_compiles() as seen,
           slow_step(f"compiling {spec.name} for {arch} (not in the compile cache)")):
         try:
             compiled = spec.compile(dict(config), dict(shape), dtype, arch)

@@ -273,3 +273,21 @@ def test_a_compile_memoised_in_process_is_inspected_but_not_cached(tmp_path, mon
     monkeypatch.setattr(static, "compile_artifacts", lambda *a, **k: first)
     static.inspect_target(str(EXAMPLE_SOURCE) + ":SPEC")
     assert len(list((tmp_path / "cache").rglob("entry.json"))) == 1
+
+
+def test_a_process_that_imported_cutlass_first_still_keeps_cubins_out_of_its_folder(tmp_path):
+    """The DSL reads its dump folder once, at import: a notebook that imported cutlass before
+    calling ks.inspect used to get the user kernel's kept cubin in its working directory."""
+    import subprocess
+    import sys
+
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("import os; os.environ.setdefault('CUTE_DSL_ARCH', 'sm_90a'); import cutlass; import kernelscope as ks; "
+            f"r = ks.inspect({str(EXAMPLE_SOURCE) + ':SPEC'!r}, use_cache=False); print(r.target)")
+    env = {**os.environ, "KERNELSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("CUTE_DSL_DUMP_DIR", None)
+    r = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1].endswith("smem_reverse.py:SPEC")
+    assert sorted(p.name for p in work.iterdir()) == []

@@ -1,7 +1,14 @@
 """The variant `inspect`, the SASS digests and the per-line view read (compiled from fake
-operands) is the code a GPU run launches (compiled from real tensors with dynamic layouts):
-the same SASS. Checked without a GPU: host tensors stand in for the device ones, since a
-compile reads only their dtypes and layouts."""
+operands) against the code a GPU run launches (each kernel's own `_compiled(..., True)`, from
+real tensors with dynamic layouts). Checked without a GPU: host tensors stand in for the device
+ones and a fake stream for the current one, since a compile reads only types and layouts.
+
+gemm and gemm_rmsnorm launch exactly what is inspected. flash_attn differs only in where its
+kernel parameters sit in the constant bank. gemm_mma does not launch what is inspected: from
+real tensors the compiler cannot assume N is a multiple of 8, so the epilogue stores one bf16
+at a time behind bounds branches (STG.E.U16, BSSY/BRA) where the inspected variant stores pairs
+(STG.E). That case is marked as a known difference (strict: it fails once they agree).
+"""
 
 import os
 import re
@@ -12,32 +19,75 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 torch = pytest.importorskip("torch")
 pytest.importorskip("cutlass")
 
+_CONSTANT_OFFSET = re.compile(r"c\[0x0\]\[0x[0-9a-f]+\]")
 
-def _instructions(compiled) -> list[str]:
+
+def _instructions(compiled, mask_parameters: bool) -> list[str]:
     from kernelscope.toolchain.sass import disassemble_cubin
 
     sass = disassemble_cubin(compiled.__cubin__)
     if sass is None:
         pytest.skip("nvdisasm is not installed")
-    return [re.sub(r"/\*[0-9a-f]+\*/", "", ln).strip() for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+    out = [re.sub(r"/\*[0-9a-f]+\*/", "", ln).strip() for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+    return [_CONSTANT_OFFSET.sub("c[0x0][param]", ln) for ln in out] if mask_parameters else out
 
 
-def test_the_gemm_launched_from_tensors_is_the_gemm_inspected():
-    import cutlass.cute as cute
+@pytest.fixture
+def host_tensors_for_the_launched_variant(monkeypatch):
+    """The kernels' launched-variant compile, run on the host: tensors made where torch.empty is
+    asked for CUDA ones, a fake stream, and no launch cache (an entry compiled this way must
+    never be served to a GPU run)."""
+    from kernelscope.kernels import cute_build
+    import kernelscope.kernels.flash_attn as flash_attn
+    import kernelscope.kernels.gemm as gemm
+    import kernelscope.kernels.gemm_mma as gemm_mma
+    import kernelscope.kernels.gemm_rmsnorm as gemm_rmsnorm
 
-    from kernelscope.kernels import gemm
-    from kernelscope.kernels.cute_build import artifact_options, fake_gemm_operands, fake_stream, to_cute
-    from kernelscope.kernels.gemm.kernel import HopperGemm
+    empty = torch.empty
 
-    resolved = gemm.resolve_config(gemm.GemmConfig.from_mapping({}), "bfloat16")
-    inspected = cute.compile(HopperGemm(resolved, "bfloat16", "bfloat16"),
-                             *fake_gemm_operands("bfloat16", "bfloat16", "k", "n"), 1, fake_stream(),
-                             options=artifact_options("kernelscope-test-"))
-    a = torch.empty((256, 256), dtype=torch.bfloat16)
-    b_nk = torch.empty((256, 256), dtype=torch.bfloat16).t()     # B (K, N) row-major, seen as (N, K)
-    c = torch.empty((256, 256), dtype=torch.bfloat16)
-    launched = cute.compile(HopperGemm(resolved, "bfloat16", "bfloat16"), to_cute(a), to_cute(b_nk), to_cute(c), 1,
-                            fake_stream(), options=artifact_options("kernelscope-test-"))
-    inspected_sass, launched_sass = _instructions(inspected), _instructions(launched)
-    assert len(inspected_sass) > 500
-    assert launched_sass == inspected_sass
+    def host_empty(*args, **kwargs):
+        kwargs.pop("device", None)
+        return empty(*args, **kwargs)
+
+    monkeypatch.setenv("KERNELSCOPE_NO_LAUNCH_CACHE", "1")
+    monkeypatch.setattr(torch, "empty", host_empty)
+    modules = (cute_build, gemm, gemm_mma, gemm_rmsnorm, flash_attn)
+    for module in modules:
+        if hasattr(module, "current_stream"):
+            monkeypatch.setattr(module, "current_stream", cute_build.fake_stream)
+    for module in modules[1:]:
+        module._compiled.cache_clear()
+    yield
+    for module in modules[1:]:
+        module._compiled.cache_clear()          # never keep a host-made variant for a later GPU launch
+
+
+def _pair(kernel: str):
+    import kernelscope.kernels.flash_attn as flash_attn
+    import kernelscope.kernels.gemm as gemm
+    import kernelscope.kernels.gemm_mma as gemm_mma
+    import kernelscope.kernels.gemm_rmsnorm as gemm_rmsnorm
+
+    if kernel == "gemm":
+        cfg = gemm.GemmConfig.from_mapping({})
+        return [gemm._compiled(cfg, "bfloat16", "bfloat16", "k", "n", on)[0] for on in (False, True)]
+    if kernel == "gemm_mma":
+        cfg = gemm_mma.MmaGemmConfig.from_mapping({})
+        return [gemm_mma._compiled(cfg, "bfloat16", "n", "sm_90a", on)[0] for on in (False, True)]
+    if kernel == "gemm_rmsnorm":
+        cfg = gemm_rmsnorm.GemmRmsNormConfig.from_mapping({})
+        return [gemm_rmsnorm._compiled(cfg, "bfloat16", "n", on) for on in (False, True)]
+    cfg = flash_attn.FlashAttnConfig.from_mapping({})
+    return [flash_attn._compiled(cfg, "bfloat16", 128, False, on) for on in (False, True)]
+
+
+@pytest.mark.parametrize("kernel, mask_parameters", [
+    ("gemm", False), ("gemm_rmsnorm", False), ("flash_attn", True),
+    pytest.param("gemm_mma", False, marks=pytest.mark.xfail(strict=True, reason=(
+        "the launched gemm_mma stores its bf16 output one element at a time behind bounds branches; "
+        "the inspected one stores pairs (see the module docstring)"))),
+])
+def test_the_launched_variant_is_the_inspected_one(host_tensors_for_the_launched_variant, kernel, mask_parameters):
+    inspected, launched = (_instructions(c, mask_parameters) for c in _pair(kernel))
+    assert len(inspected) > 500
+    assert launched == inspected

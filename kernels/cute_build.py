@@ -110,12 +110,11 @@ def max_active_clusters(cluster: tuple[int, int]) -> int:
 
 def _device_max_active_clusters(size: int) -> int:
     import json
-    import os
 
     import cuda.bindings.driver as driver
     import torch
 
-    from kernelscope.toolchain.disk_cache import cache_root
+    from kernelscope.toolchain.disk_cache import cache_root, write_json_atomically
 
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     err, version = driver.cuDriverGetVersion()
@@ -129,13 +128,7 @@ def _device_max_active_clusters(size: int) -> int:
         return int(known[str(size)])
     import cutlass.utils as utils
     value = int(utils.HardwareInfo().get_max_active_clusters(size))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**known, str(size): value}))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_json_atomically(path, {**known, str(size): value})
     return value
 
 

@@ -163,7 +163,7 @@ def _cached_answer(ncu: str, question: str, ask):
     kept on disk per ncu binary (path, size, modification time): asking takes seconds."""
     import hashlib
 
-    from kernelscope.toolchain.disk_cache import cache_root
+    from kernelscope.toolchain.disk_cache import cache_root, write_json_atomically
 
     try:
         st = os.stat(ncu)
@@ -176,13 +176,7 @@ def _cached_answer(ncu: str, question: str, ask):
         return answer
     answer = ask()
     if answer:
-        try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"ncu": ident, "answer": answer}))
-            os.replace(tmp, kept)       # atomic: a concurrent reader sees all of it or none
-        except OSError:
-            pass                        # a read-only cache only costs the next question
+        write_json_atomically(kept, {"ncu": ident, "answer": answer})
     return answer
 
 

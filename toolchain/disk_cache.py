@@ -48,3 +48,18 @@ def hash_sources(files: Iterable[Path], relative_to: Path) -> str:
         h.update(path.read_bytes())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def write_json_atomically(path: Path, value) -> bool:
+    """`value` as JSON at `path`, whole or not at all (a concurrent reader sees the old file or
+    the new one); False where the cache cannot be written, which only costs the next run."""
+    import json
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(value))
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        return False

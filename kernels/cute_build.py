@@ -31,16 +31,18 @@ def artifact_options(dump_prefix: str, arch: str | None = None) -> str:
     return options
 
 
-def fake_gemm_operands(dtype: str, out_dtype: str, a_major: str = "k", b_major: str = "n"):
+def fake_gemm_operands(dtype: str, out_dtype: str, a_major: str = "k", b_major: str = "n",
+                       n_divisibility: int = 8):
     """Fake A (M, K), B seen as (N, K) and C (M, N) with dynamic extents, for compiling without a
     GPU. A K-major is row-major (M x K), M-major column-major; B "n" is a K x N row-major matrix
-    (N contiguous in the (N, K) view), "k" an N x K one."""
+    (N contiguous in the (N, K) view), "k" an N x K one. K is declared a multiple of 8, M of
+    nothing, N of `n_divisibility`."""
     import cutlass.cute as cute
     from cutlass.cute.runtime import make_fake_compact_tensor
 
     ab = cutlass_dtype(dtype)
     m = cute.sym_int32(divisibility=1)
-    n = cute.sym_int32(divisibility=8)
+    n = cute.sym_int32(divisibility=n_divisibility)
     k = cute.sym_int32(divisibility=8)
     if a_major == "k":
         fa = make_fake_compact_tensor(ab, (m, k), stride_order=(1, 0), assumed_align=16)
@@ -65,13 +67,19 @@ def current_stream():
     return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
 
 
-def to_cute(t, leading_dim: int | None = None):
+def to_cute(t, leading_dim: int | None = None, divisibility: tuple[int, ...] | None = None):
     """A torch tensor as a cute tensor with dynamic extents and its contiguous dimension kept:
-    `leading_dim`, or for a 2-D tensor the one of stride 1."""
+    `leading_dim`, or for a 2-D tensor the one of stride 1. `divisibility` declares what the
+    caller has checked each extent to be a multiple of, so the compile may vectorize on it (the
+    fake operands of the inspected variant must declare the same)."""
     from cutlass.cute.runtime import from_dlpack
     if leading_dim is None:
         leading_dim = 1 if t.stride(1) == 1 else 0
-    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=leading_dim)
+    tensor = from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=leading_dim)
+    for mode, multiple in enumerate(divisibility or ()):
+        if multiple > 1:
+            tensor = tensor.mark_compact_shape_dynamic(mode, stride_order=t.dim_order(), divisibility=multiple)
+    return tensor
 
 
 def gpu_available() -> bool:

@@ -184,16 +184,30 @@ def _compiled(cfg: MmaGemmConfig, dtype: str, b_major: str, arch: str, use_gpu_t
     gemm = MmaSyncGemm(resolved, dtype, b_major)
     if use_gpu_tensors:
         a, b_nk, c = _example_inputs(dtype, b_major)
-        args = [to_cute(a), to_cute(b_nk), to_cute(c)]
+        args = launch_operands(a, b_nk, c, b_major)
         stream = current_stream()
     else:
-        args = list(fake_gemm_operands(dtype, dtype, "k", b_major))
+        args = list(fake_gemm_operands(dtype, dtype, "k", b_major, n_divisibility=_n_multiple(b_major)))
         stream = fake_stream()
     def build():
         return cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-mma-", arch))
 
     key = (cfg, dtype, b_major, arch)
     return (launch_cache.reusable("gemm_mma", key, build) if use_gpu_tensors else build()), resolved
+
+
+def _n_multiple(b_major: str) -> int:
+    """What check_shape guarantees N to be a multiple of: 8 where N is B's contiguous extent
+    (a TMA row), else 2 (the epilogue's column pairs)."""
+    return 8 if b_major == "n" else 2
+
+
+def launch_operands(a, b_nk, c, b_major: str) -> list:
+    """A (M, K), B as (N, K) and C (M, N) as cute tensors declaring exactly what check_shape
+    guarantees (K a multiple of 8, N of _n_multiple), as the inspected variant's fake operands
+    do: both then compile to one kernel, and the launched epilogue stores column pairs."""
+    n = _n_multiple(b_major)
+    return [to_cute(a, divisibility=(1, 8)), to_cute(b_nk, divisibility=(n, 8)), to_cute(c, divisibility=(1, n))]
 
 
 def _example_inputs(dtype, b_major, M=256, N=256, K=256):
@@ -284,7 +298,7 @@ def bind_gemm_mma(cfg: MmaGemmConfig, inputs) -> Callable[[], Any]:
     resolve_config(cfg, arch)
     compiled, _ = _compiled(cfg, dtype, b_major, arch, True)
     blocks, _ = persistent_grid(cfg, dtype, b_major, compiled)
-    args = (to_cute(a), to_cute(b.t()), to_cute(out), blocks, current_stream())
+    args = (*launch_operands(a, b.t(), out, b_major), blocks, current_stream())
     return lambda: compiled(*args)
 
 

@@ -25,7 +25,8 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 def _parse_args(argv):
     p = bench_parser(__doc__, "subset, e.g. '4096x4096x4096,8192x8192x8192' (MxNxK)")
-    p.add_argument("--configs", help="JSON list of configs to time at every shape (default: the kernel's default)")
+    p.add_argument("--configs", help="JSON list of configs to time at every shape (default: the per-shape choice, "
+                                     "kernelscope.kernels.gemm_mma.tuned_config)")
     p.add_argument("--rep-ms", type=float, default=150.0, help="timed budget per measurement")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
     p.add_argument("--hmma-ceiling", help="JSON written by benchmarks/hmma_ceiling.py on this device")
@@ -43,8 +44,9 @@ def _profile_once(args):
     import torch
 
     from kernelscope.kernels import gemm_mma
-    cfg = gemm_mma.MmaGemmConfig.from_mapping(json.loads(args.configs)[0] if args.configs else {})
     for shape in _shapes(args.profile_once):
+        cfg = gemm_mma.MmaGemmConfig.from_mapping(
+            json.loads(args.configs)[0] if args.configs else gemm_mma.tuned_config(shape, args.dtype))
         a, b, out = gemm_operands(torch, shape, getattr(torch, args.dtype))
         run = gemm_mma.bind_gemm_mma(cfg, {"a": a, "b": b, "out": out})
         run()                                  # first launch: compile, module load, warm-up
@@ -72,10 +74,10 @@ def main(args, argv, torch, dev):
         if ceiling.get("device") != dev.name:
             print(f"ignoring {args.hmma_ceiling}: measured on {ceiling.get('device')}, not {dev.name}")
             ceiling = None
-    configs = [gemm_mma.MmaGemmConfig.from_mapping(c) for c in json.loads(args.configs)] \
-        if args.configs else [gemm_mma.MmaGemmConfig()]
+    swept = [gemm_mma.MmaGemmConfig.from_mapping(c) for c in json.loads(args.configs)] if args.configs else None
     rows = []
     for shape in _shapes(args.shapes):
+        configs = swept or [gemm_mma.MmaGemmConfig.from_mapping(gemm_mma.tuned_config(shape, args.dtype))]
         for cfg, row, passes in gemm_configs_vs_cublas(torch, shape, tdt, configs, gemm_mma.bind_gemm_mma,
                                                        gemm_mma.ConfigRejected, args.rep_ms):
             grid, resources = gemm_mma.persistent_grid(cfg, args.dtype, "n")

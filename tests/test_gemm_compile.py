@@ -78,3 +78,13 @@ def test_schedule_groups_consecutive_work():
     # Raster along M, group 4: the first 4 work items share M row 0 and walk 4 N columns.
     sched = TileScheduler(SchedulePolicy((1, 1), "m", 4), 8, 8)
     assert [sched.cluster_tile(w) for w in range(6)] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]
+
+
+def test_run_and_profile_launch_the_per_shape_heuristic():
+    """GEMM_SPEC.config_for (what run, profile and the gate launch) follows heuristic_config, as
+    bench_gemm does: skinny M gets 64x128 tiles with B multicast, big shapes the 128x256 default."""
+    skinny = gemm.GEMM_SPEC.config_for({"M": 128, "N": 4096, "K": 4096}, "bfloat16")
+    assert (skinny["tile_m"], skinny["tile_n"], tuple(skinny["cluster"])) == (64, 128, (2, 1))
+    big = gemm.GEMM_SPEC.config_for({"M": 4096, "N": 4096, "K": 4096}, "bfloat16")
+    assert big == gemm.GEMM_SPEC.default_config
+    assert gemm.GEMM_SPEC.config_for({"M": 128, "N": 4096, "K": 4096}, "bfloat16", {"tile_m": 128})["tile_m"] == 128

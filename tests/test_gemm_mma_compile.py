@@ -87,3 +87,28 @@ def test_stages_follow_the_architecture_shared_memory():
 ])
 def test_resident_blocks_per_sm(regs, threads, smem, arch, blocks):
     assert gemm_mma.resident_blocks_per_sm(regs, threads, smem, arch) == blocks
+
+
+@pytest.mark.parametrize("shape, tile", [
+    ((128, 4096, 4096), (64, 64)), ((512, 4096, 4096), (128, 64)), ((2048, 2048, 2048), (128, 128)),
+    ((4096, 4096, 4096), (128, 256)), ((8192, 4096, 14336), (128, 256)), ((1, 8, 8), (64, 64)),
+])
+def test_per_shape_choice_is_the_largest_tile_that_fills_every_sm(shape, tile):
+    M, N, K = shape
+    spec_config = gemm_mma.GEMM_MMA_SPEC.config_for({"M": M, "N": N, "K": K}, "bfloat16")
+    cfg = gemm_mma.MmaGemmConfig.from_mapping(gemm_mma.tuned_config({"M": M, "N": N, "K": K}, sms=132))
+    assert (cfg.tile_m, cfg.tile_n) == tile
+    assert (spec_config["tile_m"], spec_config["tile_n"]) == tile      # what run/profile launch
+    # On a part with fewer SMs the same problem fills them with bigger tiles (64 of 128x256).
+    if shape == (512, 4096, 4096):
+        smaller_part = gemm_mma.MmaGemmConfig.from_mapping(gemm_mma.tuned_config({"M": M, "N": N, "K": K}, sms=64))
+        assert (smaller_part.tile_m, smaller_part.tile_n) == (128, 256)
+
+
+@pytest.mark.parametrize("fields", gemm_mma.SHAPE_CANDIDATES[1:], ids=lambda f: f"{f.get('tile_m', 128)}x{f['tile_n']}")
+def test_smaller_candidates_fit_two_blocks_per_sm_without_local_memory(fields):
+    """Their point is a second resident block (one's epilogue under the other's MMAs): read from
+    each compiled kernel's own registers and shared memory."""
+    res = gemm_mma.kernel_resources(gemm_mma.MmaGemmConfig.from_mapping(fields), "bfloat16", "n", "sm_90a")
+    assert res["resident_blocks_per_sm"] == 2
+    assert res["local_bytes"] == 0 and res["stack_bytes"] == 0

@@ -79,6 +79,11 @@ def test_configs(config):
     _check(config, 1000, 3000, 1000, seed=7)
 
 
+@pytest.mark.parametrize("fields", gemm_mma.SHAPE_CANDIDATES, ids=lambda f: f"{f.get('tile_m', 128)}x{f.get('tile_n', 256)}")
+def test_per_shape_candidates_on_a_skinny_shape_with_partial_tiles(fields):
+    _check(fields, 130, 4104, 520, seed=11)
+
+
 def test_grid_is_one_block_per_sm():
     cfg = gemm_mma.MmaGemmConfig()
     blocks, res = gemm_mma.persistent_grid(cfg, "bfloat16", "n")

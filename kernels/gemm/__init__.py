@@ -32,7 +32,7 @@ from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
     max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
-from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES
+from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
 DTYPES = ("bfloat16", "float16")
@@ -246,12 +246,19 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     return GemmConfig(tile_m=128, tile_n=128, cluster=(1, 2) if M <= 512 else (2, 1))
 
 
+def tuned_config(shape: dict[str, int], dtype: str = "bfloat16") -> dict:
+    """KernelSpec.shape_config: the per-shape heuristic for the current GPU's SM count, so that
+    `run`, `profile` and the gate launch what the benchmark times."""
+    return heuristic_config(shape, sm_count()).to_dict()
+
+
 GEMM_SPEC = gemm_problem.gemm_spec(
     name="gemm",
     description="Hopper warp-specialized persistent TMA + WGMMA GEMM with a TMA-store epilogue",
     default_config=GemmConfig().to_dict(),
     dtypes=list(DTYPES),
     compile=compile_gemm,
+    shape_config=tuned_config,
     config_space={
         "tile_n": [128, 192, 256],
         "cluster": [(1, 1), (2, 1), (1, 2)],

@@ -44,7 +44,7 @@ from kernelscope.kernels.cute_build import (
     gpu_available, to_cute)
 from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.gemm_problem import RASTERS, problem_dims, ring_depth
-from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES
+from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
 DTYPES = ("bfloat16", "float16")
@@ -139,6 +139,32 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
     stages = ring_depth((cfg.tile_m, cfg.tile_n, cfg.tile_k), cfg.stages, 6, 0, SMEM_PER_BLOCK[arch], arch)
     stage_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
     return ResolvedMmaGemm(cfg, arch, stages, stages * stage_bytes + SMEM_RESERVED_BYTES)
+
+
+# Per-shape candidates, largest tile first. The big tile reuses each loaded operand most; the
+# smaller ones fit two blocks per SM (fewer stages), so one block's epilogue and pipeline fill
+# hide under the other's MMAs.
+SHAPE_CANDIDATES = (
+    {},                                                                  # 128x256, one block per SM
+    {"tile_n": 128, "warps_n": 2, "stages": 3},                          # 128x128
+    {"tile_n": 64, "warps_m": 4, "warps_n": 1, "stages": 4},             # 128x64
+    {"tile_m": 64, "tile_n": 64, "warps_m": 2, "warps_n": 2},            # 64x64
+)
+
+
+def tuned_config(shape, dtype: str = "bfloat16", sms: int | None = None) -> dict[str, Any]:
+    """Per-shape choice over MmaGemmConfig(): the largest candidate tile that gives every SM at
+    least one tile, else the smallest. From H100 sweeps (benchmarks/results/gemm_mma-h100-*.json,
+    ratios to cuBLAS in one run): 128x4096x4096 0.34 -> 0.82 with 64x64 tiles; 512x4096x4096
+    0.47 -> 0.74 with 128x64; 2048^3 0.65 -> 0.69 with 128x128; from 4096^3 up 128x256 stays
+    best (128x128 at 0.85-0.96 of it)."""
+    M, N, _ = problem_dims(shape, "gemm_mma")
+    sms = sms or sm_count()
+    for fields in SHAPE_CANDIDATES:
+        cfg = MmaGemmConfig.from_mapping(fields)
+        if -(-M // cfg.tile_m) * -(-N // cfg.tile_n) >= sms:
+            return dict(fields)
+    return dict(SHAPE_CANDIDATES[-1])
 
 
 def resident_blocks_per_sm(registers: int, threads: int, smem_bytes: int, arch: str = "sm_90a") -> int:
@@ -318,6 +344,7 @@ GEMM_MMA_SPEC = gemm_problem.gemm_spec(
     default_config=MmaGemmConfig().to_dict(),
     dtypes=list(DTYPES),
     compile=compile_gemm_mma,                  # the output has the input dtype (bytes_moved)
+    shape_config=tuned_config,
     config_space={
         "tile_n": [128, 256],
         "warps_n": [2, 4],

@@ -5,6 +5,9 @@ Plain Python (no DSL import): config validation uses these on machines without t
 
 from __future__ import annotations
 
+import ctypes
+import sys
+
 # Shared memory one block may use on sm_90 (the opt-in maximum, 227 KiB) and per SM.
 SMEM_PER_BLOCK_BYTES = 232448
 SMEM_PER_SM_BYTES = 233472
@@ -17,16 +20,36 @@ H100_SMS = 132
 H100_L2_BYTES = 50 * 1024 * 1024
 
 
+# cuDeviceGetAttribute's numbers for the properties read here.
+_DRIVER_ATTRIBUTES = {"multi_processor_count": 16, "L2_cache_size": 38}
+
+
 def device_property(name: str, fallback: int) -> int:
     """A property of the current GPU (torch's name for it), or `fallback` (the Hopper value)
-    where none can be read."""
+    where none can be read. Where torch has not started CUDA (a command choosing a config
+    before it launches anything) the driver is asked about the first visible GPU, the one
+    torch will use: importing torch only to ask would cost seconds."""
+    torch = sys.modules.get("torch")
     try:
-        import torch
-        if torch.cuda.is_available():
+        if torch is not None and torch.cuda.is_initialized():
             return int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), name))
     except Exception:  # noqa: BLE001 - no usable device: the fallback
-        pass
-    return fallback
+        return fallback
+    value = _driver_attribute(_DRIVER_ATTRIBUTES[name])
+    return fallback if value is None else value
+
+
+def _driver_attribute(attribute: int) -> int | None:
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    device, value = ctypes.c_int(0), ctypes.c_int(0)
+    if lib.cuInit(0) != 0 or lib.cuDeviceGet(ctypes.byref(device), 0) != 0:
+        return None
+    if lib.cuDeviceGetAttribute(ctypes.byref(value), attribute, device) != 0:
+        return None
+    return value.value
 
 
 def sm_count() -> int:

@@ -52,7 +52,7 @@ def main(args, argv, torch, dev):
 
 def _short(cfg):
     return (f"{cfg.tile_m}x{cfg.tile_n} wg{cfg.consumer_wgs} cl{cfg.cluster[0]}x{cfg.cluster[1]} "
-            f"r{cfg.raster} sw{cfg.swizzle} st{cfg.stages or 'auto'}")
+            f"{cfg.raster}/{cfg.group} st{cfg.stages or 'auto'}")
 
 
 if __name__ == "__main__":

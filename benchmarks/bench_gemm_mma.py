@@ -32,7 +32,11 @@ def _parse_args(argv):
     p.add_argument("--hmma-ceiling", help="JSON written by benchmarks/hmma_ceiling.py on this device")
     p.add_argument("--profile-once", metavar="MxNxK",
                    help="per shape (comma-separated): compile, launch, check, launch once more; then exit (for ncu)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.hmma_ceiling and not os.path.exists(args.hmma_ceiling):
+        p.error(f"no such file: {args.hmma_ceiling} (run benchmarks/hmma_ceiling.py on this device first, "
+                "or leave --hmma-ceiling out)")
+    return args
 
 
 def _shapes(text):
@@ -68,7 +72,7 @@ def main(args, argv, torch, dev):
 
     tdt = getattr(torch, args.dtype)
     ceiling = None
-    if args.hmma_ceiling and os.path.exists(args.hmma_ceiling):
+    if args.hmma_ceiling:
         with open(args.hmma_ceiling) as f:
             ceiling = json.load(f)
         if ceiling.get("device") != dev.name:

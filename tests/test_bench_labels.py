@@ -1,5 +1,6 @@
-"""The GEMM benchmarks label each timed row with its config; a renamed config field must fail
-here, on the CPU, not after the first timed shape on a GPU (bench_gemm did once)."""
+"""CPU checks of the GEMM benchmarks' own mistakes: each timed row is labelled from its config
+(a renamed config field must fail here, not after the first timed shape on a GPU, as it once
+did in bench_gemm), and a file named on the command line must exist."""
 
 import sys
 from pathlib import Path
@@ -22,3 +23,12 @@ def test_gemm_mma_rows_are_labelled_from_the_config_fields():
     for fields in gemm_mma.SHAPE_CANDIDATES:
         cfg = gemm_mma.MmaGemmConfig.from_mapping(fields)
         assert bench_gemm_mma._short(cfg).startswith(f"{cfg.tile_m}x{cfg.tile_n} w{cfg.warps_m}x{cfg.warps_n}")
+
+
+def test_a_missing_ceiling_file_is_refused_before_any_gpu_work(capsys):
+    """It used to be skipped silently, leaving the JSON's ceiling column empty."""
+    import pytest
+    with pytest.raises(SystemExit) as exit_info:
+        bench_gemm_mma._parse_args(["--hmma-ceiling", "/nonexistent/hmma-ceiling.json"])
+    assert exit_info.value.code == 2
+    assert "no such file: /nonexistent/hmma-ceiling.json" in capsys.readouterr().err

@@ -108,6 +108,7 @@ CASES = [
     ("branch-divergence", "add", None, None, False),
     ("small-grid", "fma_chain", None, None, True),
     ("small-grid", "tail_wave", None, None, False),
+    ("small-grid", "gemm_wg1", None, None, False),          # a persistent grid whose SMs stay busy
     ("unfused-fp32", "register_heavy", None, None, True),
     ("unfused-fp32", "tail_wave", None, None, False),
     ("exposed-latency", "scale_good", None, None, True),
@@ -260,3 +261,27 @@ def test_gmma_stall_on_wgmma_only_kernels(kernels):
     chain = {f.rule_id: f for f in evaluate_all(kernels["gmma_chain"]).findings}
     assert "stall-gmma" not in chain
     assert "barrier is the largest stall: 16.212 cycles per issued instruction, 86.4%" in chain["stall-barrier"].message
+
+
+def test_small_grid_names_a_persistent_grid_with_more_blocks_than_tiles(kernels):
+    """A persistent grid is one full wave by construction (waves = 1.0), so only the SMs' measured
+    activity shows the blocks that had no tile (gemm_mma's 128x256 tiles gave 16 tiles to 132
+    blocks at M=128). The project's persistent GEMM report, with its SM activity set to what 16
+    working blocks of 132 leave (12%), must name the cause; the real report (93% busy) does not
+    (the case above), nor does a full wave busy 80% of the time (a short kernel's ramp and drain)."""
+    import copy
+
+    from kernelscope.profiler.record import Metric
+
+    def with_activity(share):
+        profile = copy.deepcopy(kernels["gemm_wg1"])
+        elapsed = profile.metrics["sm__cycles_elapsed.avg"].value
+        profile.metrics["sm__cycles_active.avg"] = Metric(share * elapsed)
+        return profile
+
+    assert with_activity(0.12).metrics["launch__waves_per_multiprocessor"].value == pytest.approx(1.0)
+    fired = {f.rule_id: f for f in evaluate_all(with_activity(0.12), None, None).findings}
+    assert "small-grid" in fired
+    assert fired["small-grid"].cause == "grid-too-small"
+    assert fired["small-grid"].impact == pytest.approx(0.88, abs=0.01)
+    assert "small-grid" not in {f.rule_id for f in evaluate_all(with_activity(0.80), None, None).findings}

@@ -31,6 +31,7 @@ _register()
 
 from bad_input_builders import PAIR, PYROOT, ROOT, XZ, Case, cuda_available
 from bad_input_corpus import CORPUS
+from terminal_signals import sigint_as_at_a_terminal
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -113,7 +114,7 @@ def _run_process(case: Case, tmp_path: Path, env: dict[str, str]) -> tuple[int, 
         return p.returncode, p.stdout, p.stderr
     if case.mode == "sigint":
         p = subprocess.Popen(_command(case.argv), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_at_a_terminal)
         deadline = time.monotonic() + 240
         while not (tmp_path / "ready").exists() and p.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import sweep_fakes
+from terminal_signals import sigint_as_at_a_terminal
 from kernelscope.errors import UserError
 from kernelscope.profiler import executors, sweep_journal, sweep_runner
 
@@ -235,7 +236,7 @@ def test_ctrl_c_on_the_command_exits_130_keeping_the_journal_and_the_merged_json
         proc = subprocess.Popen([sys.executable, "-m", "kernelscope", "sweep", str(root / "tests/examples/my_scale.py:SPEC"),
                                  "--vs", "none", "--scheduler", cluster.scheduler_address, "--json", str(json_path)],
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "COLUMNS": "160"})
+                                env={**os.environ, "COLUMNS": "160"}, preexec_fn=sigint_as_at_a_terminal)
         journal = tmp_path / "s.jsonl"
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:

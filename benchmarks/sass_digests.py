@@ -39,6 +39,9 @@ ARCH = "sm_90a"
 # The GEMM variants were recorded at 2048^3, the first default shape before it became 4096^3:
 # named here so the recorded shapes stay true (the code compiled is the same at both).
 _GEMM_SHAPE = {"M": 2048, "N": 2048, "K": 2048}
+# gemm_mma's 128x256 tile, named: since its per-shape choice (tuned_config) 2048^3 gets 128x128,
+# and the recorded variants stay the 128x256 kernel they were.
+_MMA_128X256 = {"tile_m": 128, "tile_n": 256, "warps_m": 2, "warps_n": 4, "stages": None}
 _FA_SHAPE = {"B": 2, "H": 3, "S": 1000, "causal": 0}
 VARIANTS = [
     # Defaults (and the static suite's rmsnorm configs).
@@ -47,7 +50,7 @@ VARIANTS = [
     ("rmsnorm/vec2", "rmsnorm", {"vec": 2}, None, "bfloat16"),
     ("gemm/default", "gemm", {}, _GEMM_SHAPE, "bfloat16"),
     ("gemm_rmsnorm/default", "gemm_rmsnorm", {}, None, "bfloat16"),
-    ("gemm_mma/default", "gemm_mma", {}, _GEMM_SHAPE, "bfloat16"),
+    ("gemm_mma/default", "gemm_mma", _MMA_128X256, _GEMM_SHAPE, "bfloat16"),
     ("flash_attn/default-tuned-d64-192x128-three-math-wgs", "flash_attn", {}, None, "bfloat16"),
     # tests/test_gemm_compile.py
     ("gemm/m-major-fp32-out", "gemm",
@@ -63,8 +66,12 @@ VARIANTS = [
     ("gemm_rmsnorm/pingpong-small", "gemm_rmsnorm",
      {"pingpong": True, "a_buffers": 1, "tile_n": 128, "cluster": (1, 2), "w_major": "k"}, None, "float16"),
     # tests/test_gemm_mma_compile.py
-    ("gemm_mma/b-k-major", "gemm_mma", {"b_major": "k", "raster": "row"}, _GEMM_SHAPE, "bfloat16"),
-    ("gemm_mma/morton", "gemm_mma", {"raster": "morton", "wk_iters": 2}, _GEMM_SHAPE, "bfloat16"),
+    ("gemm_mma/b-k-major", "gemm_mma", {**_MMA_128X256, "b_major": "k", "raster": "row"}, _GEMM_SHAPE, "bfloat16"),
+    ("gemm_mma/morton", "gemm_mma", {**_MMA_128X256, "raster": "morton", "wk_iters": 2}, _GEMM_SHAPE, "bfloat16"),
+    # gemm_mma's per-shape choice (tests/test_gemm_mma_compile.py): what run/profile launch there.
+    ("gemm_mma/per-shape-2048-128x128", "gemm_mma", {}, _GEMM_SHAPE, "bfloat16"),
+    ("gemm_mma/per-shape-512-128x64", "gemm_mma", {}, {"M": 512, "N": 4096, "K": 4096}, "bfloat16"),
+    ("gemm_mma/per-shape-128-64x64", "gemm_mma", {}, {"M": 128, "N": 4096, "K": 4096}, "bfloat16"),
     # tests/test_flash_attn_compile.py, which compiles without the per-shape tuning: 128 x 128
     # tiles unless the variant names others.
     ("flash_attn/d128", "flash_attn", {"qk_mn": (128, 128)}, {**_FA_SHAPE, "D": 128}, "bfloat16"),

@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 from typing import Any, Iterator
 
+from kernelscope.toolchain import cuda_driver
+
 _SMI_FIELDS = ("uuid", "name", "clocks.sm", "clocks.max.sm", "driver_version")
 
 
@@ -62,16 +64,7 @@ def cuda_device_count() -> int | None:
     """GPUs the CUDA driver shows this process (CUDA_VISIBLE_DEVICES applies), asked through
     libcuda directly: a fraction of a second, where importing torch to ask takes seconds.
     None when the driver library cannot be loaded at all."""
-    import ctypes
-
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    count = ctypes.c_int(0)
-    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-        return 0
-    return count.value
+    return cuda_driver.device_count()
 
 
 def device_uuid() -> str | None:

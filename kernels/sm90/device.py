@@ -5,8 +5,9 @@ Plain Python (no DSL import): config validation uses these on machines without t
 
 from __future__ import annotations
 
-import ctypes
 import sys
+
+from kernelscope.toolchain.cuda_driver import device_attribute
 
 # Shared memory one block may use on sm_90 (the opt-in maximum, 227 KiB) and per SM.
 SMEM_PER_BLOCK_BYTES = 232448
@@ -35,21 +36,8 @@ def device_property(name: str, fallback: int) -> int:
             return int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), name))
     except Exception:  # noqa: BLE001 - no usable device: the fallback
         return fallback
-    value = _driver_attribute(_DRIVER_ATTRIBUTES[name])
+    value = device_attribute(_DRIVER_ATTRIBUTES[name])
     return fallback if value is None else value
-
-
-def _driver_attribute(attribute: int) -> int | None:
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    device, value = ctypes.c_int(0), ctypes.c_int(0)
-    if lib.cuInit(0) != 0 or lib.cuDeviceGet(ctypes.byref(device), 0) != 0:
-        return None
-    if lib.cuDeviceGetAttribute(ctypes.byref(value), attribute, device) != 0:
-        return None
-    return value.value
 
 
 def sm_count() -> int:

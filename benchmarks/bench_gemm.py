@@ -51,8 +51,9 @@ def main(args, argv, torch, dev):
 
 
 def _short(cfg):
+    split = f" split{cfg.splits}" if cfg.splits > 1 else (" tail-split" if cfg.tail_split else "")
     return (f"{cfg.tile_m}x{cfg.tile_n} wg{cfg.consumer_wgs} cl{cfg.cluster[0]}x{cfg.cluster[1]} "
-            f"{cfg.raster}/{cfg.group} st{cfg.stages or 'auto'}")
+            f"{cfg.raster}/{cfg.group} st{cfg.stages or 'auto'}{split}")
 
 
 if __name__ == "__main__":

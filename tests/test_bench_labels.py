@@ -17,6 +17,9 @@ def test_gemm_rows_are_labelled_from_the_config_fields():
         cfg = gemm.heuristic_config(shape)
         assert bench_gemm._short(cfg).startswith(f"{cfg.tile_m}x{cfg.tile_n} wg{cfg.consumer_wgs}")
         assert f"{cfg.raster}/{cfg.group}" in bench_gemm._short(cfg)
+    # Split-K rows differ from whole-K rows of the same tile only in this.
+    assert bench_gemm._short(gemm.heuristic_config({"M": 128, "N": 1024, "K": 16384})).endswith(" split4")
+    assert bench_gemm._short(gemm.GemmConfig(tail_split=True)).endswith(" tail-split")
 
 
 def test_gemm_mma_rows_are_labelled_from_the_config_fields():

@@ -74,6 +74,72 @@ def test_schedule_covers_every_tile_once(tiles, cluster, raster, group):
     assert covered == {(m, n) for m in range(tiles[0]) for n in range(tiles[1])}
 
 
+@pytest.mark.parametrize("split_from,slices,k_tiles", [
+    (0, 2, 64), (0, 3, 13), (0, 4, 2), (0, 5, 5),     # every tile (uniform plan)
+    (30, 3, 13), (34, 4, 64), (35, 16, 16),           # the last tiles only (tail plan)
+])
+@pytest.mark.parametrize("cluster", [(1, 1), (2, 1)])
+def test_split_k_schedule_covers_every_tile_and_k_tile_once(split_from, slices, k_tiles, cluster):
+    """With split-K every (output tile, k-tile) pair is accumulated by exactly one work item,
+    the tiles before split_from are whole, the slices of a split tile are consecutive work
+    items and the reducer (last slice) comes last."""
+    tiles = (10, 7)
+    plain = TileScheduler(SchedulePolicy(cluster, "m", 3), *tiles)
+    split_from = min(split_from, plain.num_work)
+    sched = TileScheduler(SchedulePolicy(cluster, "m", 3), *tiles, split_from=split_from, slices=slices)
+    assert sched.num_work == split_from + (plain.num_work - split_from) * slices
+    seen = []
+    for w in range(sched.num_work):
+        tile_work, split, tile_slices = sched.split_unit(w)
+        first, count = sched.k_slice(w, k_tiles)
+        if w < split_from:
+            assert (tile_work, split, tile_slices, first, count) == (w, 0, 1, 0, k_tiles)
+        else:
+            assert tile_slices == slices and split == (w - split_from) % slices
+            assert count in (k_tiles // slices, -(-k_tiles // slices))
+        tile = sched.tile_of_cta(w, 0, 0)
+        assert tile == plain.tile_of_cta(tile_work, 0, 0)
+        seen += [(tile, k) for k in range(first, first + count)]
+    assert len(seen) == len(set(seen)) == plain.num_work * k_tiles
+
+
+@pytest.mark.parametrize("split", [{"splits": 2}, {"tail_split": True}])
+def test_split_k_variant_exchanges_partial_sums_through_global_memory(split):
+    """A split-K variant compiles on the CPU with its exchange: release-add on a counter,
+    acquire loads, L2-only (.cg) partial stores and loads, and still no local memory; the
+    mainloop's descriptors stay on the uniform datapath (few R2UR)."""
+    config = {"tile_m": 64, "tile_n": 128, "consumer_wgs": 1}
+    ck = gemm.compile_gemm({**config, **split}, {"M": 128, "N": 4096, "K": 4096})
+    ops = opcodes(ck.sass)
+    assert {"HGMMA", "UTMALDG", "UTMASTG", "REDG", "LDG", "STG"} <= ops
+    assert "red.release.gpu.global.add.s32" in ck.ptx
+    assert "ld.acquire.gpu" in ck.ptx and "st.global.cg" in ck.ptx and "ld.global.cg" in ck.ptx
+    assert not ops & {"LDL", "STL"}
+    assert_no_stack_or_local_memory(ck.cubin)
+    # Without split-K none of it is there.
+    plain = gemm.compile_gemm(config, {"M": 128, "N": 4096, "K": 4096})
+    assert not opcodes(plain.sass) & {"REDG", "LDG", "STG"}
+    assert ck.sass.count("R2UR ") <= 2 * plain.sass.count("R2UR ")
+
+
+def test_tail_split_plan_fills_the_last_wave():
+    from kernelscope.kernels.split_k_plan import plan
+    # 8192x14336 in 128x256 tiles on 2x1 clusters: 1792 cluster tiles on 66 clusters -> 27 full
+    # waves and 10 tiles; 6 slices make one wave of 60 items (13 would make 2 shorter waves of
+    # 130, but the reducer would read 12 partial tiles).
+    p = plan(1792, 66, 64, 1, True)
+    assert (p.split_from, p.split_tiles) == (1782, 10) and p.slices == 6
+    # 512 tiles on 66: a last wave of 50; 5 slices make 250 items in 4 waves of 1/5 tile.
+    assert plan(512, 66, 64, 1, True).slices == 5
+    # A last wave that is nearly full, or no partial wave, or one wave only: nothing is cut.
+    assert plan(131, 66, 64, 1, True).slices == 1
+    assert plan(132, 66, 64, 1, True).slices == 1
+    assert plan(64, 66, 64, 1, True).slices == 1
+    # Never more slices than k-tiles; the uniform plan cuts every tile.
+    assert plan(1792, 66, 3, 1, True).slices <= 3
+    assert plan(64, 66, 64, 4, False) == plan(64, 66, 64, 4, False).__class__(0, 4, 64)
+
+
 def test_schedule_groups_consecutive_work():
     # Raster along M, group 4: the first 4 work items share M row 0 and walk 4 N columns.
     sched = TileScheduler(SchedulePolicy((1, 1), "m", 4), 8, 8)
@@ -88,3 +154,17 @@ def test_run_and_profile_launch_the_per_shape_heuristic():
     big = gemm.GEMM_SPEC.config_for({"M": 4096, "N": 4096, "K": 4096}, "bfloat16")
     assert big == gemm.GEMM_SPEC.default_config
     assert gemm.GEMM_SPEC.config_for({"M": 128, "N": 4096, "K": 4096}, "bfloat16", {"tile_m": 128})["tile_m"] == 128
+
+
+def test_few_tiles_over_a_long_k_get_split_k():
+    """The heuristic cuts K only where the H100 measured a win: few 64x128 tiles and >= 64
+    k-tiles per slice (gemm-h100-split-k-skinny.json.xz); the suite's skinny shapes stay whole."""
+    def chosen(M, N, K):
+        c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
+        return (c.tile_m, c.tile_n, c.splits)
+    assert chosen(128, 1024, 16384) == (64, 128, 4)
+    assert chosen(256, 2048, 8192) == (64, 128, 2)
+    assert chosen(128, 4096, 4096) == (64, 128, 1)
+    assert chosen(512, 4096, 4096)[2] == 1 and chosen(4096, 4096, 4096) == (128, 256, 1)
+    # Run and profile launch what the heuristic picks.
+    assert gemm.GEMM_SPEC.config_for({"M": 128, "N": 1024, "K": 16384}, "bfloat16")["splits"] == 4

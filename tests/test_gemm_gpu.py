@@ -93,3 +93,36 @@ def test_spec_launch_writes_out():
     ref = spec.reference_fp32(inputs)
     assert out is inputs["out"]
     assert torch.allclose(out.float(), ref, atol=_ATOL, rtol=_RTOL["bfloat16"])
+
+
+@pytest.mark.parametrize("config,M,N,K", [
+    # Skinny: 2 x 32 tiles of 64x128, two slices of K each, B multicast over the cluster.
+    pytest.param({"tile_m": 64, "tile_n": 128, "consumer_wgs": 1, "splits": 2}, 128, 4096, 4096, marks=FAST),
+    # Three uneven slices (13 k-tiles), partial tiles on every edge, an edge cluster past M.
+    ({"tile_m": 64, "tile_n": 128, "consumer_wgs": 1, "splits": 3, "cluster": (2, 1)}, 130, 1000, 832),
+    # Two consumer warpgroups, N-wise cluster, more work items than CTAs (persistent loop).
+    ({"splits": 4, "cluster": (1, 2), "tile_n": 128}, 1024, 2048, 1024),
+    # More slices than k-tiles: the empty slices add zeros.
+    ({"splits": 4, "tile_m": 64, "tile_n": 256, "consumer_wgs": 1}, 64, 512, 136),
+    # The last partial wave's tiles only: 100 cluster tiles of 128x256 on 66 clusters (132 SMs).
+    pytest.param({"tail_split": True}, 2560, 2560, 1000, marks=FAST),
+    # ... with partial tiles on the edges and an N-wise cluster.
+    ({"tail_split": True, "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
+])
+def test_split_k(config, M, N, K):
+    """Slices of K reduced in-kernel. Launched twice from one launcher: the second launch
+    proves the counters went back to zero (a stale counter would add garbage or hang)."""
+    cfg = gemm.GemmConfig.from_mapping(config)
+    split = gemm.split_plan(cfg, M, N, K, gemm.max_active_clusters(tuple(cfg.cluster)))
+    assert split.slices > 1, f"the shape does not exercise split-K here: {split}"
+    a, b = _operands(M, N, K, "bfloat16", "k", "n", seed=M + K)
+    out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    launch = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
+    launch()
+    torch.cuda.synchronize()
+    assert_matches_float64_product(a, b, out, _RTOL["bfloat16"], _ATOL)
+    assert int(launch.split_k_workspace[1].abs().sum()) == 0
+    out.fill_(float("nan"))
+    launch()
+    torch.cuda.synchronize()
+    assert_matches_float64_product(a, b, out, _RTOL["bfloat16"], _ATOL)

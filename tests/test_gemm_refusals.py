@@ -27,6 +27,9 @@ REFUSED_CONFIGS = {
         ({"group": 0}, "group size"),
         ({"epi_n": 48}, "epi_n"),
         ({"epi_stages": 3}, "epi_stages"),
+        ({"splits": 0}, "splits"),
+        ({"splits": 17}, "splits"),
+        ({"splits": 2, "tail_split": True}, "exclude"),
         ({"no_such_key": 1}, "unknown"),
     ],
     "gemm_mma": [

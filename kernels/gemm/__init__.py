@@ -13,6 +13,9 @@ CTA = 1 producer warpgroup + 1 or 2 consumer warpgroups.
 - The grid is persistent: one CTA per SM, clusters stride over the work list of
   kernels/sm90/tile_scheduler.py; the producer runs ahead into the next tile while the consumers
   finish the epilogue of the current one.
+- Split-K (config `splits`, or `tail_split`): slices of K per tile on different CTAs, the last
+  slice adding the others' fp32 partials before the epilogue (kernels/sm90/split_k.py); the
+  heuristic uses it for few tiles over a long K.
 Any M, N, K whose contiguous extents are 16-byte aligned work: TMA zero-fills out-of-range loads
 and clips out-of-range stores, so partial tiles need no masking.
 
@@ -21,6 +24,7 @@ kernel class is in kernel.py, imported when a variant is compiled.
 """
 
 
+import dataclasses
 import functools
 import math
 import os
@@ -32,6 +36,7 @@ from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
     max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
+from kernelscope.kernels.split_k_plan import SplitPlan, plan
 from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
@@ -39,6 +44,7 @@ DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 MAJORS_A = ("k", "m")
 MAJORS_B = ("n", "k")      # B is K x N: "n" = row-major (N contiguous), "k" = column-major
+MAX_SPLITS = 16
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,13 @@ class GemmConfig(PersistentGemmConfig):
     consumer_wgs: int = 2              # 1 or 2 consumer warpgroups (64 rows of the tile each)
     epi_n: int = 32                    # epilogue subtile width (columns)
     epi_stages: int | None = None      # None: 4 for 16-bit outputs, 2 for fp32 (capped by subtiles)
+    splits: int = 1                    # split-K: every tile cut into this many slices of K
+    tail_split: bool = False           # split-K of the last partial wave's tiles only
+                                       # (both: kernels/split_k_plan.py)
+
+    def split_k_capable(self) -> bool:
+        """Whether the compiled variant carries the split-K exchange (its plan is per launch)."""
+        return self.splits > 1 or self.tail_split
 
 
 def _width(dtype: str) -> int:
@@ -85,6 +98,12 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
     cfg.schedule_policy()
     if out_dtype not in OUT_DTYPES:
         raise ConfigRejected(f"output dtype must be one of {OUT_DTYPES}, got {out_dtype}")
+    if not isinstance(cfg.splits, int) or not 1 <= cfg.splits <= MAX_SPLITS:
+        raise ConfigRejected(f"splits must be an integer from 1 to {MAX_SPLITS}, got {cfg.splits!r}")
+    if cfg.tail_split not in (True, False):
+        raise ConfigRejected(f"tail_split must be true or false, got {cfg.tail_split!r}")
+    if cfg.splits > 1 and cfg.tail_split:
+        raise ConfigRejected("splits > 1 (every tile) and tail_split (the last wave's tiles) exclude each other")
     # Registers: each consumer thread holds 64 x tile_n / 128 fp32 accumulators.
     if cfg.tile_n > 256:
         raise ConfigRejected("tile_n above 256 does not fit the accumulators in registers")
@@ -134,6 +153,7 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
               use_gpu_tensors: bool):
     """Compile one variant. With a GPU the signature comes from real (dynamic-layout) tensors, so
     the result is directly callable with from_dlpack tensors; without, from fake tensors."""
+    import cutlass
     import cutlass.cute as cute
 
     from kernelscope.kernels.gemm.kernel import HopperGemm
@@ -147,11 +167,46 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
     else:
         args = list(fake_gemm_operands(dtype, out_dtype, a_major, b_major))
         stream = fake_stream()
+    split_args = []
+    if cfg.split_k_capable():
+        partials, counters = (_split_k_workspace(SplitPlan(0, 1, 0), cfg) if use_gpu_tensors
+                              else fake_split_k_workspace())
+        split_args = [to_cute(partials, leading_dim=0) if use_gpu_tensors else partials,
+                      to_cute(counters, leading_dim=0) if use_gpu_tensors else counters,
+                      cutlass.Int32(0), cutlass.Int32(1)]
+
     def build():
-        return cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-"))
+        return cute.compile(gemm, *args, 1, stream, *split_args,
+                            options=artifact_options("kernelscope-gemm-"))
 
     key = (cfg, dtype, out_dtype, a_major, b_major)
     return (launch_cache.reusable("gemm", key, build) if use_gpu_tensors else build()), resolved
+
+
+def _split_k_workspace(split: SplitPlan, cfg: GemmConfig):
+    """The split-K partial sums and zeroed counters of a launch's plan. The counters return to
+    zero at the end of every launch."""
+    import torch
+    n_partials, n_counters = split.workspace_sizes(cfg.cluster[0] * cfg.cluster[1], cfg.tile_m,
+                                                   cfg.tile_n, 4 * cfg.consumer_wgs)
+    return (torch.empty(n_partials, dtype=torch.float32, device="cuda"),
+            torch.zeros(n_counters, dtype=torch.int32, device="cuda"))
+
+
+def split_plan(cfg: GemmConfig, M: int, N: int, K: int, clusters: int) -> SplitPlan:
+    """The split-K plan of one launch over `clusters` resident clusters (kernels/split_k_plan.py)."""
+    cm, cn = cfg.cluster
+    cluster_tiles = math.ceil(math.ceil(M / cfg.tile_m) / cm) * math.ceil(math.ceil(N / cfg.tile_n) / cn)
+    return plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k), cfg.splits, cfg.tail_split, MAX_SPLITS)
+
+
+def fake_split_k_workspace():
+    """Fake partial-sum (fp32) and counter (int32) vectors for compiling without a GPU."""
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    return (make_fake_compact_tensor(cutlass.Float32, (cute.sym_int32(),), assumed_align=16),
+            make_fake_compact_tensor(cutlass.Int32, (cute.sym_int32(),), assumed_align=16))
 
 
 def _example_inputs(dtype, out_dtype, a_major, b_major, M=256, N=256, K=256):
@@ -207,9 +262,20 @@ def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:
         raise ConfigRejected("the output must be row-major")
     check_shape({"M": M, "N": N, "K": K}, dtype, out_dtype, a_major, b_major)
     compiled, _ = _compiled(cfg, dtype, out_dtype, a_major, b_major, True)
-    args = (to_cute(a), to_cute(b.t()), to_cute(out),
-            max_active_clusters(tuple(cfg.cluster)), current_stream())
-    return lambda: compiled(*args)
+    clusters = max_active_clusters(tuple(cfg.cluster))
+    args = [to_cute(a), to_cute(b.t()), to_cute(out), clusters, current_stream()]
+    workspace = ()
+    if cfg.split_k_capable():
+        split = split_plan(cfg, M, N, K, clusters)
+        workspace = _split_k_workspace(split, cfg)
+        import cutlass
+        args += ([to_cute(t, leading_dim=0) for t in workspace]
+                 + [cutlass.Int32(split.split_from), cutlass.Int32(split.slices)])
+
+    def launch():
+        return compiled(*args)
+    launch.split_k_workspace = workspace      # alive as long as the launcher
+    return launch
 
 
 def major_of_a(a) -> str:
@@ -229,11 +295,30 @@ def major_of_b(b) -> str:
 _SMALL_TILE_EFFICIENCY = 0.93
 
 
+def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
+    """Split-K for few tiles over a long K: the most slices (2 or 4) that keep every slice at
+    >= 64 k-tiles and the work items within one wave. Measured on the H100 (results/
+    gemm-h100-split-k-skinny.json.xz, 64x128 tiles): 128x1024x16384 0.54 -> 0.91 of cuBLAS with
+    4 slices, 256x2048x8192 0.83 -> 0.91 with 2; at 128x4096x4096 (64 k-tiles) 2 slices lose
+    (0.92 -> 0.75), hence the floor of 64 k-tiles per slice."""
+    best = 1
+    for s in (2, 4):
+        if tiles * s <= sms and k_tiles >= 64 * s:
+            best = s
+    return best
+
+
 def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
-    """Per-shape default. M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
+    """Per-shape default. M <= 256 with few tiles and a long K: 64x128 tiles cut into slices of K
+    (_long_k_splits). M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
     problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
     persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency."""
     M, N = int(shape["M"]), int(shape["N"])
+    if M <= 256 and "K" in shape:
+        skinny = GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1, cluster=(2, 1) if M > 64 else (1, 1))
+        splits = _long_k_splits(math.ceil(M / 64) * math.ceil(N / 128), math.ceil(int(shape["K"]) / 64), sms)
+        if splits > 1:
+            return dataclasses.replace(skinny, splits=splits)
     if M <= 128:
         return GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1, cluster=(2, 1) if M > 64 else (1, 1))
 

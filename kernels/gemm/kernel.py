@@ -1,6 +1,8 @@
 """The Hopper GEMM kernel class (see the package docstring for the design). Imports the DSL:
 kernels/gemm/__init__.py imports this module only when it compiles."""
 
+from typing import Optional
+
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
@@ -11,6 +13,7 @@ from kernelscope.kernels.cute_build import cutlass_dtype
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.pipeline import RingPosition
+from kernelscope.kernels.sm90.split_k import SplitKExchange
 from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 from kernelscope.kernels.sm90.warp_specialized import WarpSpecializedGemm
 
@@ -26,18 +29,26 @@ class HopperGemm(WarpSpecializedGemm):
         self.c_dtype = cutlass_dtype(c_dtype)
         self.tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
         self.cluster_mn = tuple(cfg.cluster)
+        self.cluster_size = cfg.cluster[0] * cfg.cluster[1]
         self.policy = cfg.schedule_policy()
         self.consumer_wgs = cfg.consumer_wgs
         self.threads = 128 * (1 + cfg.consumer_wgs)
         self.consumer_threads = 128 * cfg.consumer_wgs
         self.consumer_regs = 232 if cfg.consumer_wgs == 2 else 240
+        # A split-K capable variant: which tiles are split is decided per launch (split_from,
+        # slices); other variants compile exactly as before split-K existed.
+        self.split_k = SplitKExchange(self.consumer_threads) if cfg.split_k_capable() else None
         self.epilogue = TmaStoreEpilogue(
             self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
             consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE)
 
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
-                 max_clusters: cutlass.Int32, stream):
+                 max_clusters: cutlass.Int32, stream,
+                 partials: cute.Tensor = None, counters: cute.Tensor = None,
+                 split_from: Optional[cutlass.Int32] = None, slices: Optional[cutlass.Int32] = None):
+        """partials, counters, split_from, slices: the split-K workspace and plan
+        (kernels/sm90/split_k.py, kernels/split_k_plan.py), for split-K capable variants only."""
         a_layout = LayoutEnum.from_tensor(mA)
         b_layout = LayoutEnum.from_tensor(mB)
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
@@ -49,17 +60,20 @@ class HopperGemm(WarpSpecializedGemm):
         sC_layout = self.epilogue.make_smem_layout()
         tma_a, tA, tma_b, tB = self.make_tma_loads(mA, sA_layout, mB, sB_layout)
         tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
-        tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters)
+        tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters, split_from, slices)
 
         self.storage = self.shared_storage(sA_layout, sB_layout, self.c_dtype, sC_layout)
         self.launch(self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, tiled_mma,
-                                sA_layout, sB_layout, sC_layout, tiles_m, tiles_n), clusters, stream)
+                                sA_layout, sB_layout, sC_layout, tiles_m, tiles_n,
+                                partials, counters, split_from, slices), clusters, stream)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
                tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
-               sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+               sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
+               partials: cute.Tensor, counters: cute.Tensor, split_from: Optional[cutlass.Int32],
+               slices: Optional[cutlass.Int32]):
         tidx, warp_idx, lane, cta_x, cta_y, cluster_id, num_clusters, cta_rank = self.thread_coordinates()
         self.prefetch_descriptors(warp_idx, (tma_a, tma_b, tma_c))
 
@@ -71,7 +85,7 @@ class HopperGemm(WarpSpecializedGemm):
         sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
         sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
         gA, gB, gC, k_tiles = self.global_tiles(mA, mB, mC)
-        sched = TileScheduler(self.policy, tiles_m, tiles_n)
+        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices)
 
         if warp_idx < self.PRODUCER_WARPS:
             # A multicasts to the CTAs of this cluster row (same cta_x), B to its column.
@@ -80,11 +94,12 @@ class HopperGemm(WarpSpecializedGemm):
         else:
             cute.arch.setmaxregister_increase(self.consumer_regs)
             self.consume(tiled_mma, tma_c, sA, sB, sC, gC, ring, sched, k_tiles, tidx - 128, warp_idx,
-                         lane, cta_rank, cta_x, cta_y, cluster_id, num_clusters)
+                         lane, cta_rank, cta_x, cta_y, cluster_id, num_clusters,
+                         tiles_m, tiles_n, partials, counters)
 
     @cute.jit
     def consume(self, tiled_mma, tma_c, sA, sB, sC, gC, ring, sched, k_tiles, ctidx, warp_idx, lane,
-                cta_rank, cta_x, cta_y, cluster_id, num_clusters):
+                cta_rank, cta_x, cta_y, cluster_id, num_clusters, tiles_m, tiles_n, partials, counters):
         """A consumer warpgroup: WGMMAs from shared memory over the ring, then the epilogue."""
         # Warp-uniform, so the WGMMA descriptors of A stay on the uniform datapath.
         wg = cute.arch.make_warp_uniform(ctidx // 128)
@@ -104,10 +119,11 @@ class HopperGemm(WarpSpecializedGemm):
         work = cluster_id
         while work < sched.num_work:
             tm, tn = sched.tile_of_cta(work, cta_x, cta_y)
+            _, k_count = sched.k_slice(work, k_tiles)
             acc.fill(0.0)
             tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
             prev_stage = position.index
-            for k in range(k_tiles):
+            for k in range(k_count):
                 stage = position.index
                 ring.consumer_wait(stage, position.phase)
                 cute.nvgpu.warpgroup.fence()
@@ -123,10 +139,21 @@ class HopperGemm(WarpSpecializedGemm):
                 prev_stage = stage
                 position.advance()
             cute.nvgpu.warpgroup.wait_group(0)
-            if k_tiles > 0:
+            if k_count > 0:
                 ring.consumer_release(prev_stage, signals, dst)
 
-            self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
-                                     gC[(None, None, tm, tn)], warp_idx)
+            if cutlass.const_expr(self.split_k is not None):
+                tile_work, split, tile_slices = sched.split_unit(work)
+                # CTAs of an edge cluster past the output have no tile and no counters.
+                if tile_slices > 1 and tm < tiles_m and tn < tiles_n:
+                    split_tile = (tile_work - sched.split_from) * self.cluster_size + cta_rank
+                    self.split_k.exchange(acc, partials, counters, split_tile, split, tile_slices,
+                                          ctidx, lane)
+                if split == tile_slices - 1:
+                    self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
+                                             gC[(None, None, tm, tn)], warp_idx)
+            else:
+                self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
+                                         gC[(None, None, tm, tn)], warp_idx)
             work += num_clusters
         self.epilogue.drain(warp_idx)

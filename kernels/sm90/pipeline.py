@@ -198,7 +198,9 @@ def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB
     work = first_work
     while work < sched.num_work:
         tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
-        for k in range(k_tiles):
+        k_first, k_count = sched.k_slice(work, k_tiles)
+        for i in range(k_count):
+            k = k_first + i
             stage = position.index
             ring.producer_acquire(stage, position.phase)
             full = ring.full_barrier(stage)

@@ -61,7 +61,7 @@ def num_clusters_to_launch(num_work: int, max_active_clusters: int) -> int:
 class TileScheduler:
     """Device-side view of a persistent schedule over a (tiles_m x tiles_n) grid of output tiles."""
 
-    def __init__(self, policy: SchedulePolicy, tiles_m, tiles_n):
+    def __init__(self, policy: SchedulePolicy, tiles_m, tiles_n, split_from=None, slices=None):
         self.policy = policy
         cm, cn = policy.cluster_mn
         # Cluster tiles: partial clusters at the edge still run as a whole cluster (multicast
@@ -69,18 +69,34 @@ class TileScheduler:
         self.clusters_m = ceil_div(tiles_m, cm)
         self.clusters_n = ceil_div(tiles_n, cn)
         self.num_work = self.clusters_m * self.clusters_n
+        # Split-K (kernels/sm90/split_k.py), decided per launch: cluster tiles from `split_from`
+        # on are `slices` consecutive work items each, one per slice of K. None: no split-K
+        # (the kernel's code is then what it was without it).
+        self.split_k = split_from is not None
+        self.split_from = split_from
+        self.slices = slices
+        if self.split_k:
+            self.num_work = split_from + (self.num_work - split_from) * slices
 
     # The DSL carries objects through run-time control flow by their IR values.
     def __extract_mlir_values__(self):
-        return (extract_mlir_values(self.clusters_m) + extract_mlir_values(self.clusters_n)
-                + extract_mlir_values(self.num_work))
+        values = (extract_mlir_values(self.clusters_m) + extract_mlir_values(self.clusters_n)
+                  + extract_mlir_values(self.num_work))
+        if self.split_k:
+            values += extract_mlir_values(self.split_from) + extract_mlir_values(self.slices)
+        return values
 
     def __new_from_mlir_values__(self, values):
         new = object.__new__(TileScheduler)
         new.policy = self.policy
+        new.split_k = self.split_k
         new.clusters_m = new_from_mlir_values(self.clusters_m, [values[0]])
         new.clusters_n = new_from_mlir_values(self.clusters_n, [values[1]])
         new.num_work = new_from_mlir_values(self.num_work, [values[2]])
+        new.split_from, new.slices = None, None
+        if self.split_k:
+            new.split_from = new_from_mlir_values(self.split_from, [values[3]])
+            new.slices = new_from_mlir_values(self.slices, [values[4]])
         return new
 
     def cluster_tile(self, work):
@@ -106,8 +122,36 @@ class TileScheduler:
     def tile_of_cta(self, work, cta_in_cluster_m, cta_in_cluster_n):
         """Work index -> this CTA's output tile (m, n) in tile units."""
         cm, cn = self.policy.cluster_mn
+        if self.split_k:
+            work = self.split_unit(work)[0]
         cl_m, cl_n = self.cluster_tile(work)
         return cl_m * cm + cta_in_cluster_m, cl_n * cn + cta_in_cluster_n
+
+    def split_unit(self, work):
+        """Work index -> (cluster-tile index in raster order, its slice of K, the slices of that
+        tile): (work, 0, 1) for a tile that is not split."""
+        if not self.split_k:
+            return work, 0, 1
+        in_split = work >= self.split_from
+        rest = _select(in_split, work - self.split_from, 0)
+        tile = _select(in_split, self.split_from + rest // self.slices, work)
+        return tile, _select(in_split, rest % self.slices, 0), _select(in_split, self.slices, 1)
+
+    def k_slice(self, work, k_tiles):
+        """Work index -> (first k-tile, number of k-tiles) it accumulates: all of them for a tile
+        that is not split, else its slice (slices differ by at most one k-tile). Loops count
+        from 0 so that their code is the same as over the whole K range."""
+        if not self.split_k:
+            return 0, k_tiles
+        _, split, slices = self.split_unit(work)
+        first = split * k_tiles // slices
+        count = (split + 1) * k_tiles // slices - first
+        if not isinstance(count, int):
+            import cutlass.cute as cute
+            # A trip count the compiler sees is warp-uniform keeps the loop's stage and
+            # descriptor arithmetic on the uniform datapath, as over the whole K range.
+            first, count = cute.arch.make_warp_uniform(first), cute.arch.make_warp_uniform(count)
+        return first, count
 
     def _morton_tile(self, work):
         g = self.policy.group

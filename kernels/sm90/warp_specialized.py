@@ -40,12 +40,13 @@ class WarpSpecializedGemm:
         tma_b, tB = make_tma_load(mB, sB_layout, (bn, bk), cm)
         return tma_a, tA, tma_b, tB
 
-    def persistent_grid(self, mC: cute.Tensor, max_clusters):
+    def persistent_grid(self, mC: cute.Tensor, max_clusters, split_from=None, slices=None):
         """(tiles_m, tiles_n, clusters to launch): the output tiles, and as many clusters as there
-        is work, at most `max_clusters` (those resident at once), at least one."""
+        is work (with split-K, `slices` items per cluster tile from `split_from` on), at most
+        `max_clusters` (those resident at once), at least one."""
         tiles_m = (mC.shape[0] + self.tile_mnk[0] - 1) // self.tile_mnk[0]
         tiles_n = (mC.shape[1] + self.tile_mnk[1] - 1) // self.tile_mnk[1]
-        sched = TileScheduler(self.policy, tiles_m, tiles_n)
+        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices)
         clusters = cutlass.max(cutlass.min(sched.num_work, max_clusters), 1)
         return tiles_m, tiles_n, clusters
 

@@ -1,0 +1,75 @@
+"""Split-K for the persistent GEMMs: several CTAs share one output tile, each over a slice of K,
+and the last slice adds the others' partial sums before the epilogue.
+
+Which tiles are cut, and into how many slices, is decided per launch on the host
+(kernels/split_k_plan.py: every tile, or only the last partial wave's).
+
+The scheduler (kernels/sm90/tile_scheduler.py) numbers the work: the cluster tiles before
+`split_from` one item each, then `slices` consecutive items per split tile, so the slices of a
+tile run at the same time on neighbouring clusters.
+
+Roles are fixed: the last slice of a tile (its last work item) is the reducer. Every other slice
+writes its fp32 accumulators to a global workspace slot and raises a counter; the reducer waits
+until the counter says all of them are there, adds them to its own accumulators and runs the
+normal epilogue. It waits only on work items with smaller indices, which the persistent grid
+(every CTA resident) has already handed to clusters, so the wait always ends.
+
+The exchange is per consumer warp: a warp's accumulators hold the same tile elements in every
+slice (same kernel, same thread -> element map), so warp w of the reducer needs only warp w of
+each writer. One counter per (split CTA tile, consumer warp) and no CTA-wide barrier. The reducer
+sets its counter back to 0, so the workspace needs zeroing once, not per launch.
+
+Workspace layout: slot (split CTA tile q, slice s < slices - 1) is q * (slices - 1) + s and holds
+tile_m x tile_n floats; accumulator v of consumer thread t is at v * consumer_threads + t, so
+every warp-wide store or load is one 128-byte line.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+
+
+class SplitKExchange:
+    """Device side of one kernel's split-K exchange (static: the consumer threads)."""
+
+    def __init__(self, consumer_threads: int):
+        self.consumer_threads = consumer_threads
+        self.consumer_warps = consumer_threads // 32
+
+    @cute.jit
+    def exchange(self, acc: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor,
+                 split_tile, split, slices, consumer_tidx, lane):
+        """Called by every consumer thread of a split tile after its slice's mainloop
+        (split_tile: the CTA tile's index among the split ones). A writer slice stores `acc` and
+        signals; the reducer waits for the others and adds their sums into `acc`."""
+        n = cute.size(acc)
+        threads = self.consumer_threads
+        slot = n * threads
+        warp = consumer_tidx // 32
+        counter = counters.iterator + (split_tile * self.consumer_warps + warp)
+        first_slot = split_tile * (slices - 1)
+        if split < slices - 1:
+            out = partials.iterator + ((first_slot + split) * slot + consumer_tidx)
+            for v in cutlass.range(n, unroll_full=True):
+                cute.arch.store(out + v * threads, acc[v], cop="cg")
+            # Each lane's stores are ordered before the warp meets; lane 0 then publishes them all.
+            cute.arch.fence_acq_rel_gpu()
+            cute.arch.sync_warp()
+            if lane == 0:
+                cute.arch.red(counter, cutlass.Int32(1), op="add", dtype=cutlass.Int32,
+                              sem="release", scope="gpu")
+        else:
+            if lane == 0:
+                seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
+                while seen < slices - 1:
+                    seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
+            cute.arch.sync_warp()
+            cute.arch.fence_acq_rel_gpu()
+            for s in range(slices - 1):
+                src = partials.iterator + ((first_slot + s) * slot + consumer_tidx)
+                for v in cutlass.range(n, unroll_full=True):
+                    acc[v] = acc[v] + cute.arch.load(src + v * threads, cutlass.Float32, cop="cg")
+            if lane == 0:
+                # Nothing else touches this counter in this launch; the next one starts from 0.
+                cute.arch.store(counter, cutlass.Int32(0))

@@ -16,10 +16,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# The exchange of one partial tile (a writer's fp32 store, the reducer's load), in units of one
-# k-tile of mainloop: a 128 x 256 x 64 k-tile is ~4.2 MFLOP, ~0.8 us at the ~5.3 TFLOP/s one H100
-# SM sustains; 128 x 256 fp32 partial sums (128 KB) move at ~150 GB/s per SM in ~0.9 us. Both
-# scale with the tile's area, so the ratio holds for other tiles.
+# The tail plan's cost model, in units of one tile's whole-K mainloop time (what a last wave of
+# unsplit tiles costs). Rates of one H100 SM and of the whole chip, measured here:
+SM_TFLOPS = 5.3        # bf16 WGMMA per SM under load (~700 TFLOP/s / 132 SMs)
+EXCHANGE_TBPS = 2.5    # partial sums written and read back, L2 and DRAM together
+# The critical path of one tile (a writer's store, then the reducer's loads of s - 1 partials)
+# in k-tiles of mainloop: 128 x 256 fp32 partials (128 KB) move at ~150 GB/s per SM in ~0.9 us,
+# a 128 x 256 x 64 k-tile takes ~0.8 us; both scale with the tile area.
 EXCHANGE_KTILES_PER_SLICE = 1.1
 
 
@@ -42,12 +45,17 @@ class SplitPlan:
 
 
 def plan(cluster_tiles: int, clusters: int, k_tiles: int, splits: int, tail: bool,
-         max_slices: int = 16) -> SplitPlan:
+         max_slices: int = 16, cluster_ctas: int = 1, tile_k: int = 64) -> SplitPlan:
     """The split of a launch of `cluster_tiles` work tiles on a persistent grid of `clusters`:
     `splits` > 1 cuts every tile; `tail` cuts the last partial wave's tiles into the slice count
-    s that minimises that wave's time, in tiles' mainloop times:
-    ceil(tail tiles x s / clusters) / s (the waves of slices) + s x EXCHANGE_KTILES_PER_SLICE /
-    k_tiles (the critical path: one writer's store, then the reducer's s - 1 loads)."""
+    s that minimises that wave's time, in tiles' whole-K mainloop times:
+    - ceil(last x s / clusters) / s: the waves of slices;
+    - s x EXCHANGE_KTILES_PER_SLICE / k_tiles: one tile's exchange on its critical path;
+    - the whole wave's partial-sum traffic, last x cluster_ctas x (s - 1) tiles of fp32 written
+      and read, at EXCHANGE_TBPS, over a tile's mainloop time at SM_TFLOPS; both scale with the
+      tile's area, which cancels: last x cluster_ctas x (s - 1) x 4 x SM_TFLOPS /
+      (EXCHANGE_TBPS x K). This term keeps 8192x4096x4096 whole on the H100 (50 split
+      cluster tiles would move ~100 MB of partials, more time than the last wave saves)."""
     none = SplitPlan(cluster_tiles, 1, 0)
     if splits > 1:
         return SplitPlan(0, splits, cluster_tiles)
@@ -56,9 +64,11 @@ def plan(cluster_tiles: int, clusters: int, k_tiles: int, splits: int, tail: boo
     last = cluster_tiles % clusters
     if last == 0:
         return none
+    K = k_tiles * tile_k
     best, best_cost = 1, 1.0
     for s in range(2, min(max_slices, k_tiles) + 1):
-        cost = math.ceil(last * s / clusters) / s + s * EXCHANGE_KTILES_PER_SLICE / k_tiles
+        cost = (math.ceil(last * s / clusters) / s + s * EXCHANGE_KTILES_PER_SLICE / k_tiles
+                + last * cluster_ctas * (s - 1) * 4 * SM_TFLOPS / (EXCHANGE_TBPS * K))
         if cost < best_cost - 1e-9:
             best, best_cost = s, cost
     if best == 1:

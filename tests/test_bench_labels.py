@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_gemm  # noqa: E402
 import bench_gemm_mma  # noqa: E402
+import launch_overhead  # noqa: E402,F401  (imports nothing heavy at module level)
 from kernelscope.kernels import gemm, gemm_mma  # noqa: E402
 
 
@@ -35,3 +36,13 @@ def test_a_missing_ceiling_file_is_refused_before_any_gpu_work(capsys):
         bench_gemm_mma._parse_args(["--hmma-ceiling", "/nonexistent/hmma-ceiling.json"])
     assert exit_info.value.code == 2
     assert "no such file: /nonexistent/hmma-ceiling.json" in capsys.readouterr().err
+
+
+def test_launch_overhead_needs_a_gpu_and_says_so(capsys):
+    import launch_overhead
+    import torch
+    if torch.cuda.is_available():
+        import pytest
+        pytest.skip("a GPU is here: the benchmark would run")
+    assert launch_overhead.main(["--calls", "64"]) == 3
+    assert "needs a CUDA GPU" in capsys.readouterr().err

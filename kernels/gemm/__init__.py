@@ -153,7 +153,6 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
               use_gpu_tensors: bool):
     """Compile one variant. With a GPU the signature comes from real (dynamic-layout) tensors, so
     the result is directly callable with from_dlpack tensors; without, from fake tensors."""
-    import cutlass
     import cutlass.cute as cute
 
     from kernelscope.kernels.gemm.kernel import HopperGemm
@@ -172,8 +171,7 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
         partials, counters = (_split_k_workspace(SplitPlan(0, 1, 0), cfg) if use_gpu_tensors
                               else fake_split_k_workspace())
         split_args = [to_cute(partials, leading_dim=0) if use_gpu_tensors else partials,
-                      to_cute(counters, leading_dim=0) if use_gpu_tensors else counters,
-                      cutlass.Int32(0), cutlass.Int32(1)]
+                      to_cute(counters, leading_dim=0) if use_gpu_tensors else counters, 0, 1]
 
     def build():
         return cute.compile(gemm, *args, 1, stream, *split_args,
@@ -197,7 +195,8 @@ def split_plan(cfg: GemmConfig, M: int, N: int, K: int, clusters: int) -> SplitP
     """The split-K plan of one launch over `clusters` resident clusters (kernels/split_k_plan.py)."""
     cm, cn = cfg.cluster
     cluster_tiles = math.ceil(math.ceil(M / cfg.tile_m) / cm) * math.ceil(math.ceil(N / cfg.tile_n) / cn)
-    return plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k), cfg.splits, cfg.tail_split, MAX_SPLITS)
+    return plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k), cfg.splits, cfg.tail_split, MAX_SPLITS,
+                cluster_ctas=cm * cn, tile_k=cfg.tile_k)
 
 
 def fake_split_k_workspace():
@@ -268,9 +267,7 @@ def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:
     if cfg.split_k_capable():
         split = split_plan(cfg, M, N, K, clusters)
         workspace = _split_k_workspace(split, cfg)
-        import cutlass
-        args += ([to_cute(t, leading_dim=0) for t in workspace]
-                 + [cutlass.Int32(split.split_from), cutlass.Int32(split.slices)])
+        args += [to_cute(t, leading_dim=0) for t in workspace] + [split.split_from, split.slices]
 
     def launch():
         return compiled(*args)

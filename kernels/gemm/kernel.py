@@ -46,7 +46,7 @@ class HopperGemm(WarpSpecializedGemm):
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
                  max_clusters: cutlass.Int32, stream,
                  partials: cute.Tensor = None, counters: cute.Tensor = None,
-                 split_from: Optional[cutlass.Int32] = None, slices: Optional[cutlass.Int32] = None):
+                 split_from: cutlass.Int32 = 0, slices: cutlass.Int32 = 1):
         """partials, counters, split_from, slices: the split-K workspace and plan
         (kernels/sm90/split_k.py, kernels/split_k_plan.py), for split-K capable variants only."""
         a_layout = LayoutEnum.from_tensor(mA)
@@ -60,6 +60,9 @@ class HopperGemm(WarpSpecializedGemm):
         sC_layout = self.epilogue.make_smem_layout()
         tma_a, tA, tma_b, tB = self.make_tma_loads(mA, sA_layout, mB, sB_layout)
         tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
+        if cutlass.const_expr(self.split_k is None):
+            # Not passed on: the kernel of a variant without split-K has no such parameters.
+            split_from, slices = None, None
         tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters, split_from, slices)
 
         self.storage = self.shared_storage(sA_layout, sB_layout, self.c_dtype, sC_layout)

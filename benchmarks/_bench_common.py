@@ -334,11 +334,15 @@ def versus_cublas(flops: float, ms: float, ms_ref: float) -> dict:
 GEMM_LAYOUT = "A row-major (K-major), B row-major (N-major), C row-major"
 
 
-def gemm_configs_vs_cublas(torch, shape, tdt, configs, bind, rejected, rep_ms: float):
+def gemm_configs_vs_cublas(torch, shape, tdt, configs, bind, rejected, rep_ms: float,
+                          paired: bool = False):
     """Each config at one shape against cuBLAS (torch.mm): bound by `bind(cfg, {"a", "b", "out"})`
     (a config the kernel refuses with `rejected` is said and skipped), checked against the fp32
     product, then timed in two interleaved passes. Yields (cfg, row, passes): the row has the
-    shape, config, rates vs cuBLAS, the passes' medians, the error and the compile time."""
+    shape, config, rates vs cuBLAS, the passes' medians, the error and the compile time.
+    paired: time with round_robin instead (one launch of each side per round, two passes) and
+    report the median per-round ratio, its quartiles and a 95 % bootstrap interval (row
+    "paired"); `passes` is then None."""
     M, N, K = shape["M"], shape["N"], shape["K"]
     a, b, out = gemm_operands(torch, shape, tdt)
     ref_out = torch.empty((M, N), dtype=tdt, device="cuda")
@@ -353,6 +357,12 @@ def gemm_configs_vs_cublas(torch, shape, tdt, configs, bind, rejected, rep_ms: f
             continue
         compile_s = time.time() - t0
         rel, finite = launch_and_check(torch, ours, out, ref32)
+        if paired:
+            row = {"shape": shape, "config": cfg.to_dict(),
+                   **paired_versus_cublas(2.0 * M * N * K, round_robin([ours, cublas], passes=2, rep_ms=rep_ms)),
+                   "rel_norm_error": rel, "all_written": finite, "compile_s": compile_s}
+            yield cfg, row, None
+            continue
         passes = interleaved_passes([ours, cublas], 2, rep_ms)
         ms, ms_ref = mean_of_medians(passes)
         row = {"shape": shape, "config": cfg.to_dict(), **versus_cublas(2.0 * M * N * K, ms, ms_ref),
@@ -362,15 +372,40 @@ def gemm_configs_vs_cublas(torch, shape, tdt, configs, bind, rejected, rep_ms: f
         yield cfg, row, passes
 
 
+def paired_versus_cublas(flops: float, timed: dict) -> dict:
+    """versus_cublas's columns from round_robin([ours, cublas]): the sides' median times, and as
+    the ratio the median over rounds of cuBLAS time / ours (launches moments apart), with its
+    quartiles, a 95 % bootstrap interval and whether that interval clears 1.00."""
+    ours_ms, cublas_ms = timed["samples_ms"]
+    ratios = paired_ratios(cublas_ms, ours_ms)
+    spread = quartiles(ratios)
+    interval = bootstrap_geomean_of_medians([ratios])
+    row = versus_cublas(flops, statistics.median(ours_ms), statistics.median(cublas_ms))
+    row["ratio_vs_cublas"] = spread["median"]
+    row["paired"] = {"rounds": spread["n"], "ratio_q1": spread["q1"], "ratio_q3": spread["q3"],
+                     "ratio_ci95": list(interval), "at_least_1": verdict(interval, 1.0, at_most=False),
+                     "rounds_per_pass": timed["rounds_per_pass"],
+                     "pass_medians_ms": [[statistics.median([t for t, p in zip(side, timed["pass_of_round"]) if p == k])
+                                          for k in sorted(set(timed["pass_of_round"]))] for side in timed["samples_ms"]]}
+    return row
+
+
 def versus_cublas_line(row, passes) -> str:
     """The printed line of one row of gemm_configs_vs_cublas."""
     M, N, K = row["shape"]["M"], row["shape"]["N"], row["shape"]["K"]
+    if passes is None:
+        p = row["paired"]
+        lo, hi = p["ratio_ci95"]
+        return (f"{M:>5}x{N:>5}x{K:>5}  ours {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  "
+                f"ratio {row['ratio_vs_cublas']:.3f} [{lo:.3f}, {hi:.3f}] (paired, {p['rounds']} rounds, "
+                f">= 1.00: {p['at_least_1']})  err {row['rel_norm_error']:.1e}")
     return (f"{M:>5}x{N:>5}x{K:>5}  ours {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  "
             f"ratio {row['ratio_vs_cublas']:.3f}  (passes {passes[0][0].median_ms:.4f}/{passes[1][0].median_ms:.4f} "
             f"vs {passes[0][1].median_ms:.4f}/{passes[1][1].median_ms:.4f} ms)  err {row['rel_norm_error']:.1e}")
 
 
-def finish_versus_cublas(kernel: str, rows, args, argv, dev, torch, **fields) -> int:
+def finish_versus_cublas(kernel: str, rows, args, argv, dev, torch, timing: str | None = None,
+                         **fields) -> int:
     """Prints the geomean ratio vs cuBLAS over the shapes and, with --out, writes the result file
     of benchmarks/bench_<kernel>.py (`fields` added to it). The exit status: 1 when no config ran."""
     if not rows:
@@ -380,8 +415,9 @@ def finish_versus_cublas(kernel: str, rows, args, argv, dev, torch, **fields) ->
     if args.out:
         write_json(args.out, {
             "kernel": kernel, "dtype": args.dtype, "layout": GEMM_LAYOUT, **environment(dev, torch),
-            "timing": "kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 flushed "
-                      "before each, warm-up, median; two interleaved passes per side, mean of medians",
+            "timing": timing or ("kernelscope.profiler.timing.time_callable: CUDA events per launch, L2 "
+                                 "flushed before each, warm-up, median; two interleaved passes per side, "
+                                 "mean of medians"),
             "reference": "cuBLAS via torch.mm(a, b, out=...)", **fields,
             "geomean_ratio_vs_cublas": geo, "results": rows,
             "command": command_line(f"benchmarks/bench_{kernel}.py", argv, os.path.basename(sys.executable))})

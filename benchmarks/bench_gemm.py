@@ -6,7 +6,9 @@ bf16 in, bf16 out, A (M x K) and B (K x N) both row-major, fp32 accumulation on 
 Timing: kernelscope.profiler.timing (CUDA events around each launch, warm-up, L2 overwritten
 before every launch, median of many launches). Each side is timed twice, interleaved
 (ours, cuBLAS, ours, cuBLAS), so the spread between the two passes is visible; the reported time
-is the mean of the two medians. Every shape is also checked against an fp32 reference first.
+is the mean of the two medians. Every shape is also checked against an fp32 reference first. --paired times the two sides
+launch by launch in turns instead (_bench_common.round_robin) and reports the median per-round
+ratio with a 95% bootstrap interval: a clock drift hits both launches of a round alike.
 The config per shape is kernelscope.kernels.gemm.heuristic_config unless --config is given.
 """
 
@@ -26,6 +28,9 @@ def _parse_args(argv):
     p.add_argument("--sweep", help="JSON list of configs to time at every shape instead (tuning)")
     p.add_argument("--rep-ms", type=float, default=150.0, help="timed budget per measurement")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
+    p.add_argument("--paired", action="store_true",
+                   help="time ours and cuBLAS launch by launch in turns (round robin) and report the "
+                        "median per-round ratio with a 95%% bootstrap interval")
     return p.parse_args(argv)
 
 
@@ -42,11 +47,16 @@ def main(args, argv, torch, dev):
         candidates = configs or [gemm.GemmConfig.from_mapping(json.loads(args.config))
                                  if args.config else gemm.heuristic_config(shape, dev.multi_processor_count)]
         for cfg, row, passes in gemm_configs_vs_cublas(torch, shape, tdt, candidates, gemm.bind_gemm,
-                                                       gemm.ConfigRejected, args.rep_ms):
+                                                       gemm.ConfigRejected, args.rep_ms, args.paired):
             row["stages"] = gemm.resolve_config(cfg).stages
             rows.append(row)
             print(f"{versus_cublas_line(row, passes)}  {_short(cfg)}", flush=True)
-    return finish_versus_cublas("gemm", rows, args, argv, dev, torch,
+    timing = None
+    if args.paired:
+        timing = ("_bench_common.round_robin: ours and cuBLAS take turns launch by launch (order "
+                  "rotating), CUDA events per launch, L2 flushed before each; two passes; the ratio is "
+                  "the median over rounds of cuBLAS time / ours, with a 95% bootstrap interval")
+    return finish_versus_cublas("gemm", rows, args, argv, dev, torch, timing=timing,
                                 skinny_pairing="M in {128, 512} paired with N = K = 4096")
 
 

@@ -1,13 +1,14 @@
-"""Host time per launch of the gemm kernel's launcher, per config: what one call of the bound,
-compiled kernel costs the CPU (argument marshalling and the driver's launch), measured with
-time.perf_counter over many calls of a small problem, the queue drained every 64 calls so
-launches never block on a full queue.
+"""Host time per launch of the gemm kernel's launcher, per config, with the arguments marshalled
+once (kernels/cute_build.launcher) and converted on every call (the compiled function called
+directly): what one launch costs the CPU, measured with time.perf_counter over many calls of a
+small problem, the queue drained every 64 calls so launches never block on a full queue.
 
 Why it matters: the benchmarks time launch by launch with CUDA events, the L2 flushed between;
 when a launch costs the CPU more than the flush and the previous kernel take on the GPU, the
 GPU waits for it inside the timed events, and a small kernel's time includes host overhead.
 
     python3 benchmarks/launch_overhead.py --configs '[{}, {"tail_split": true}]' --out $OUT/x.json
+The first config also warms the process: list a throwaway config first for steady numbers.
 """
 
 from __future__ import annotations
@@ -41,23 +42,26 @@ def main(argv=None) -> int:
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     rows = []
     for fields in json.loads(args.configs):
-        cfg = gemm.GemmConfig.from_mapping(fields)
-        launch = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
-        for _ in range(50):
-            launch()
-        torch.cuda.synchronize()
-        per_call = []
-        for start in range(0, args.calls, 64):
-            t0 = time.perf_counter()
-            for _ in range(64):
+        for mode, per_call in (("arguments marshalled once", "0"), ("arguments converted per call", "1")):
+            os.environ["KERNELSCOPE_PER_CALL_ARGS"] = per_call     # read when the launcher is bound
+            cfg = gemm.GemmConfig.from_mapping(fields)
+            launch = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
+            for _ in range(50):
                 launch()
-            per_call.append((time.perf_counter() - t0) / 64 * 1e6)
             torch.cuda.synchronize()
-        row = {"config": fields, "host_us_per_launch_median": statistics.median(per_call),
-               "host_us_per_launch_min": min(per_call), "batches": len(per_call)}
-        rows.append(row)
-        print(f"{json.dumps(fields):50s} host {row['host_us_per_launch_median']:7.1f} us/launch "
-              f"(min {row['host_us_per_launch_min']:.1f})")
+            per_batch = []
+            for _ in range(0, args.calls, 64):
+                t0 = time.perf_counter()
+                for _ in range(64):
+                    launch()
+                per_batch.append((time.perf_counter() - t0) / 64 * 1e6)
+                torch.cuda.synchronize()
+            row = {"config": fields, "mode": mode, "host_us_per_launch_median": statistics.median(per_batch),
+                   "host_us_per_launch_min": min(per_batch), "batches": len(per_batch)}
+            rows.append(row)
+            print(f"{json.dumps(fields):45s} {mode:30s} host {row['host_us_per_launch_median']:7.1f} us/launch "
+                  f"(min {row['host_us_per_launch_min']:.1f})")
+    os.environ.pop("KERNELSCOPE_PER_CALL_ARGS", None)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"benchmark": "launch_overhead", "device": torch.cuda.get_device_name(),

@@ -1,12 +1,14 @@
 """Building and launching the shipped CuTe DSL kernels: dtype names, compile options with kept
 artifacts, fake operands for GPU-less compiles, torch tensors and streams for launches, the
-artifacts read back from a compiled kernel, and cluster residency.
+artifacts read back from a compiled kernel, cluster residency, and launchers with their
+arguments marshalled once.
 
 cutlass and torch are imported inside the functions: a kernel module stays importable where the
 DSL or a GPU is missing.
 """
 
 import functools
+import os
 import tempfile
 
 from kernelscope.kernels.sm90.device import H100_SMS
@@ -65,6 +67,31 @@ def current_stream():
     import cuda.bindings.driver as cuda
     import torch
     return cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+
+
+def launcher(compiled, args):
+    """A zero-argument launch of `compiled` with fixed `args`, the arguments marshalled once.
+
+    Calling a compiled DSL function validates and converts every argument on each call: 25 to
+    50 us of host time per launch on the H100 host (benchmarks/launch_overhead.py), as long as a
+    small kernel itself, so a small kernel's launches could not keep the GPU busy and its timed
+    launches included the GPU waiting for the host. The DSL's executor runs the packed arguments
+    directly; the objects they point into are kept alive with the launcher.
+    KERNELSCOPE_PER_CALL_ARGS=1 keeps the per-call conversion (for comparison)."""
+    fn = getattr(compiled, "_fn", compiled)        # a launch-cache entry wraps the loaded function
+    generate = getattr(fn, "generate_execution_args", None)
+    executor_of = getattr(fn, "to", None)
+    if generate is None or executor_of is None or os.environ.get("KERNELSCOPE_PER_CALL_ARGS", "") not in ("", "0"):
+        def launch():
+            return compiled(*args)
+        return launch
+    exe_args, adapted = generate(*args)
+    run = executor_of(None).run_compiled_program
+
+    def launch():
+        return run(exe_args)
+    launch.keep_alive = (args, adapted, fn)
+    return launch
 
 
 def to_cute(t, leading_dim: int | None = None, divisibility: tuple[int, ...] | None = None):

@@ -46,3 +46,28 @@ def test_launch_overhead_needs_a_gpu_and_says_so(capsys):
         pytest.skip("a GPU is here: the benchmark would run")
     assert launch_overhead.main(["--calls", "64"]) == 3
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_paired_gemm_rows_report_the_per_round_ratio_and_its_interval():
+    """bench_gemm --paired: a clock drift that slows both launches of a round cancels in the
+    per-round ratio, which the row reports (not the ratio of the two sides' medians), with an
+    interval that says whether 1.00 is cleared."""
+    import random
+
+    import _bench_common as common
+    rng = random.Random(0)
+    drift = [1.0 + 0.2 * (r / 199) for r in range(200)]               # clocks fall 20 % over the run
+    ours = [d * (1.0 + 0.002 * rng.random()) for d in drift]
+    cublas = [d * 1.02 * (1.0 + 0.002 * rng.random()) for d in drift]  # cuBLAS 2 % slower, every round
+    row = common.paired_versus_cublas(2e12, {"samples_ms": [ours, cublas], "pass_of_round": [0] * 100 + [1] * 100,
+                                             "rounds_per_pass": 100})
+    assert abs(row["ratio_vs_cublas"] - 1.02) < 0.003
+    lo, hi = row["paired"]["ratio_ci95"]
+    assert 1.0 < lo <= row["ratio_vs_cublas"] <= hi < 1.03 and row["paired"]["at_least_1"] == "met"
+    assert row["paired"]["rounds"] == 200 and len(row["paired"]["pass_medians_ms"][0]) == 2
+    line = common.versus_cublas_line({**row, "shape": {"M": 1, "N": 2, "K": 3}, "rel_norm_error": 0.0}, None)
+    assert "paired, 200 rounds" in line and ">= 1.00: met" in line
+    # Equal sides: the interval straddles 1.00 and the verdict says the run cannot tell.
+    even = common.paired_versus_cublas(2e12, {"samples_ms": [ours, ours[::-1]], "pass_of_round": [0] * 200,
+                                              "rounds_per_pass": 200})
+    assert even["paired"]["at_least_1"] == "unresolved"

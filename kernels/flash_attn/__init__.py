@@ -316,7 +316,7 @@ def bind_flash_attn(cfg: FlashAttnConfig, inputs) -> Callable[[], Any]:
     compiled = _compiled(cfg, dtype, D, causal, True)
     args = (*(cute_build.to_cute(t, leading_dim=3) for t in (q, k, v, out)), cutlass.Float32(scale * LOG2E),
             sm_count(), section_heads(S, D, q.element_size(), B * H), cute_build.current_stream())
-    return lambda: compiled(*args)
+    return cute_build.launcher(compiled, args)
 
 
 # ---------------------------------------------------------------------------------------------

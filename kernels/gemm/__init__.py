@@ -34,7 +34,7 @@ from typing import Any, Callable
 from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
-    max_active_clusters, to_cute)
+    launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
 from kernelscope.kernels.split_k_plan import SplitPlan, plan
 from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, sm_count
@@ -269,8 +269,7 @@ def bind_gemm(cfg: GemmConfig, inputs) -> Callable[[], Any]:
         workspace = _split_k_workspace(split, cfg)
         args += [to_cute(t, leading_dim=0) for t in workspace] + [split.split_from, split.slices]
 
-    def launch():
-        return compiled(*args)
+    launch = launcher(compiled, args)
     launch.split_k_workspace = workspace      # alive as long as the launcher
     return launch
 

@@ -41,7 +41,7 @@ from typing import Any, Callable
 from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, artifacts, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream,
-    gpu_available, to_cute)
+    gpu_available, launcher, to_cute)
 from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.gemm_problem import RASTERS, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES, sm_count
@@ -326,7 +326,7 @@ def bind_gemm_mma(cfg: MmaGemmConfig, inputs) -> Callable[[], Any]:
     compiled, _ = _compiled(cfg, dtype, b_major, arch, True)
     blocks, _ = persistent_grid(cfg, dtype, b_major, compiled)
     args = (*launch_operands(a, b.t(), out, b_major), blocks, current_stream())
-    return lambda: compiled(*args)
+    return launcher(compiled, args)
 
 
 def _device_arch() -> str:

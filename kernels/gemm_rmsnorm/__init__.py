@@ -50,7 +50,7 @@ from typing import Any, Callable
 from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
-    max_active_clusters, to_cute)
+    launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
@@ -263,7 +263,7 @@ def bind_gemm_rmsnorm(cfg: GemmRmsNormConfig, inputs) -> Callable[[], Any]:
     eps = cutlass.Float32(float(inputs.get("eps", DEFAULT_EPS)))
     args = (to_cute(x), to_cute(w_folded.t()), to_cute(out), eps,
             max_active_clusters(tuple(cfg.cluster)), current_stream())
-    return lambda: compiled(*args)
+    return launcher(compiled, args)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ def compile_rmsnorm(config: dict[str, Any], shape: dict[str, int], dtype: str, a
 
                 args = [from_dlpack(inputs[k], assumed_align=16) for k in ("x", "w", "out")]
                 st = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-                return lambda: compiled(args[0], args[1], args[2], cutlass.Float32(EPS), st)
+                return cute_build.launcher(compiled, [*args, cutlass.Float32(EPS), st])
 
             def launch(inputs):
                 bind(inputs)()

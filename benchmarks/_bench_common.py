@@ -83,7 +83,8 @@ def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms:
 
     rounds: per pass; by default enough for each launcher to run about `rep_ms` per pass.
     Returns {"samples_ms": [per launcher, one time per round], "pass_of_round": [...],
-    "rounds_per_pass": int, "warmup_rounds": int}."""
+    "rounds_per_pass": int, "warmup_rounds": int, "host_waited": [per launcher, the timed launches
+    whose start event the GPU had passed before the launch was issued (timing_checks.HOST_WAIT)]}."""
     import torch
 
     from kernelscope.profiler.timing import _flush_buffer
@@ -96,6 +97,8 @@ def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms:
     flush = _flush_buffer(torch, device) if flush_l2 else None
     n = len(launchers)
 
+    waited = [0] * n
+
     def launch_round(r, starts=None, ends=None):
         for j in range(n):
             i = (r + j) % n
@@ -104,6 +107,9 @@ def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms:
             if starts is not None:
                 starts[i].record()
             launchers[i]()
+            if starts is not None:
+                # Already passed: the GPU idled inside this sample until the launch came.
+                waited[i] += bool(starts[i].query())
             if ends is not None:
                 ends[i].record()
 
@@ -136,7 +142,7 @@ def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms:
                 samples[i].append(starts[i].elapsed_time(ends[i]))
             pass_of_round.append(p)
     return {"samples_ms": samples, "pass_of_round": pass_of_round, "rounds_per_pass": per_pass,
-            "warmup_rounds": warmup_rounds}
+            "warmup_rounds": warmup_rounds, "host_waited": waited}
 
 
 def paired_ratios(numerators, denominators) -> list[float]:
@@ -332,6 +338,15 @@ def versus_cublas(flops: float, ms: float, ms_ref: float) -> dict:
 
 
 GEMM_LAYOUT = "A row-major (K-major), B row-major (N-major), C row-major"
+PAIRED_TIMING = ("_bench_common.round_robin: ours and cuBLAS take turns launch by launch (order rotating), "
+                 "CUDA events per launch, L2 flushed before each; two passes; the ratio is the median over "
+                 "rounds of cuBLAS time / ours, with a 95% bootstrap interval")
+
+
+def add_paired_argument(parser) -> None:
+    parser.add_argument("--paired", action="store_true",
+                        help="time ours and cuBLAS launch by launch in turns (round robin) and report the "
+                             "median per-round ratio with a 95%% bootstrap interval")
 
 
 def gemm_configs_vs_cublas(torch, shape, tdt, configs, bind, rejected, rep_ms: float,
@@ -385,9 +400,18 @@ def paired_versus_cublas(flops: float, timed: dict) -> dict:
     row["paired"] = {"rounds": spread["n"], "ratio_q1": spread["q1"], "ratio_q3": spread["q3"],
                      "ratio_ci95": list(interval), "at_least_1": verdict(interval, 1.0, at_most=False),
                      "rounds_per_pass": timed["rounds_per_pass"],
+                     "host_waited_share": [w / max(1, spread["n"]) for w in timed.get("host_waited", [0, 0])],
                      "pass_medians_ms": [[statistics.median([t for t, p in zip(side, timed["pass_of_round"]) if p == k])
                                           for k in sorted(set(timed["pass_of_round"]))] for side in timed["samples_ms"]]}
     return row
+
+
+def _host_wait_note(paired: dict) -> str:
+    from kernelscope.profiler.timing_checks import HOST_WAIT_MAX_SHARE
+    ours, ref = paired.get("host_waited_share", [0.0, 0.0])
+    if max(ours, ref) <= HOST_WAIT_MAX_SHARE:
+        return ""
+    return f"; SUSPECT: the GPU waited for the host in {ours:.0%} of our launches, {ref:.0%} of cuBLAS's"
 
 
 def versus_cublas_line(row, passes) -> str:
@@ -398,7 +422,7 @@ def versus_cublas_line(row, passes) -> str:
         lo, hi = p["ratio_ci95"]
         return (f"{M:>5}x{N:>5}x{K:>5}  ours {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  "
                 f"ratio {row['ratio_vs_cublas']:.3f} [{lo:.3f}, {hi:.3f}] (paired, {p['rounds']} rounds, "
-                f">= 1.00: {p['at_least_1']})  err {row['rel_norm_error']:.1e}")
+                f">= 1.00: {p['at_least_1']}{_host_wait_note(p)})  err {row['rel_norm_error']:.1e}")
     return (f"{M:>5}x{N:>5}x{K:>5}  ours {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  "
             f"ratio {row['ratio_vs_cublas']:.3f}  (passes {passes[0][0].median_ms:.4f}/{passes[1][0].median_ms:.4f} "
             f"vs {passes[0][1].median_ms:.4f}/{passes[1][1].median_ms:.4f} ms)  err {row['rel_norm_error']:.1e}")

@@ -17,7 +17,8 @@ import os
 import sys
 
 from _bench_common import (
-    bench_parser, finish_versus_cublas, gemm_configs_vs_cublas, gpu_main, parse_shapes, versus_cublas_line)
+    PAIRED_TIMING, add_paired_argument, bench_parser, finish_versus_cublas, gemm_configs_vs_cublas, gpu_main,
+    parse_shapes, versus_cublas_line)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -28,9 +29,7 @@ def _parse_args(argv):
     p.add_argument("--sweep", help="JSON list of configs to time at every shape instead (tuning)")
     p.add_argument("--rep-ms", type=float, default=150.0, help="timed budget per measurement")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
-    p.add_argument("--paired", action="store_true",
-                   help="time ours and cuBLAS launch by launch in turns (round robin) and report the "
-                        "median per-round ratio with a 95%% bootstrap interval")
+    add_paired_argument(p)
     return p.parse_args(argv)
 
 
@@ -51,12 +50,8 @@ def main(args, argv, torch, dev):
             row["stages"] = gemm.resolve_config(cfg).stages
             rows.append(row)
             print(f"{versus_cublas_line(row, passes)}  {_short(cfg)}", flush=True)
-    timing = None
-    if args.paired:
-        timing = ("_bench_common.round_robin: ours and cuBLAS take turns launch by launch (order "
-                  "rotating), CUDA events per launch, L2 flushed before each; two passes; the ratio is "
-                  "the median over rounds of cuBLAS time / ours, with a 95% bootstrap interval")
-    return finish_versus_cublas("gemm", rows, args, argv, dev, torch, timing=timing,
+    return finish_versus_cublas("gemm", rows, args, argv, dev, torch,
+                                timing=PAIRED_TIMING if args.paired else None,
                                 skinny_pairing="M in {128, 512} paired with N = K = 4096")
 
 

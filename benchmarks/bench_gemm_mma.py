@@ -17,8 +17,8 @@ import os
 import sys
 
 from _bench_common import (
-    bench_parser, finish_versus_cublas, gemm_configs_vs_cublas, gemm_operands, gpu_main, parse_shapes,
-    versus_cublas_line)
+    PAIRED_TIMING, add_paired_argument, bench_parser, finish_versus_cublas, gemm_configs_vs_cublas, gemm_operands,
+    gpu_main, parse_shapes, versus_cublas_line)
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -32,6 +32,7 @@ def _parse_args(argv):
     p.add_argument("--hmma-ceiling", help="JSON written by benchmarks/hmma_ceiling.py on this device")
     p.add_argument("--profile-once", metavar="MxNxK",
                    help="per shape (comma-separated): compile, launch, check, launch once more; then exit (for ncu)")
+    add_paired_argument(p)
     args = p.parse_args(argv)
     if args.hmma_ceiling and not os.path.exists(args.hmma_ceiling):
         p.error(f"no such file: {args.hmma_ceiling} (run benchmarks/hmma_ceiling.py on this device first, "
@@ -83,7 +84,7 @@ def main(args, argv, torch, dev):
     for shape in _shapes(args.shapes):
         configs = swept or [gemm_mma.MmaGemmConfig.from_mapping(gemm_mma.tuned_config(shape, args.dtype))]
         for cfg, row, passes in gemm_configs_vs_cublas(torch, shape, tdt, configs, gemm_mma.bind_gemm_mma,
-                                                       gemm_mma.ConfigRejected, args.rep_ms):
+                                                       gemm_mma.ConfigRejected, args.rep_ms, args.paired):
             grid, resources = gemm_mma.persistent_grid(cfg, args.dtype, "n")
             row.update(stages=gemm_mma.resolve_config(cfg).stages, grid_blocks=grid, resources=resources,
                        fraction_of_hmma_ceiling=row["tflops"] / ceiling["ceiling_tflops"] if ceiling else None)
@@ -92,6 +93,7 @@ def main(args, argv, torch, dev):
             print(f"{versus_cublas_line(row, passes)} written {row['all_written']}{frac}  {_short(cfg)} "
                   f"regs {resources['registers']} grid {grid}", flush=True)
     return finish_versus_cublas("gemm_mma", rows, args, argv, dev, torch, clocks="as found (not locked)",
+                                timing=PAIRED_TIMING if args.paired else None,
                                 hmma_ceiling_tflops=ceiling["ceiling_tflops"] if ceiling else None)
 
 

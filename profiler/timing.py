@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from kernelscope.errors import UserError
+from kernelscope.profiler import timing_checks as tc
 from kernelscope.profiler.timing_checks import Checks
 
 # Fallback flush size when the device does not report its L2 size; larger than any Hopper L2.
@@ -161,6 +162,7 @@ def time_callable(
         before_timed()
     persisting.begin()
     result = None
+    waited = 0
     for i in range(n_rep):
         if refresh is not None:
             refresh(n_warm + i)
@@ -169,6 +171,8 @@ def time_callable(
         persisting.reset()
         guard.record(torch, starts[i], stream)
         result = fn(sets[i % len(sets)]) if sets is not None else fn()
+        # Already passed: the GPU idled inside this sample until the launch came.
+        waited += guard.completed(torch, starts[i])
         guard.record(torch, ends[i], stream)
     torch.cuda.synchronize(device)
     guard.wait(torch, ends[-1])       # in case torch.cuda.synchronize was replaced by a no-op
@@ -178,6 +182,7 @@ def time_callable(
     timing.fresh_inputs = refresh is not None
     timing.checks.add(timer.check())
     timing.checks.add(persisting.check())
+    timing.checks.add(tc.host_wait_check(waited, n_rep))
     timing.last_result = result
     return timing
 

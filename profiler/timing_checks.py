@@ -46,7 +46,14 @@ TIMER = "timer_integrity"
 OUTPUT_AFTER = "output_after_timing"
 FRESH_INPUTS = "fresh_inputs_differ"
 LAUNCHES = "launches_in_timed_stream"
-CHECK_NAMES = (FLOOR, COUNTER_FLOOR, NCU_AGREEMENT, PERSISTING_L2, TIMER, OUTPUT_AFTER, FRESH_INPUTS, LAUNCHES)
+HOST_WAIT = "gpu_ahead_of_host"
+CHECK_NAMES = (FLOOR, COUNTER_FLOOR, NCU_AGREEMENT, PERSISTING_L2, TIMER, OUTPUT_AFTER, FRESH_INPUTS, LAUNCHES,
+               HOST_WAIT)
+
+# Share of timed launches that may find the GPU already past their start event: a few are
+# normal (the first launches of the loop, a descheduled host thread); more mean the samples
+# are host launch time, not the kernel's.
+HOST_WAIT_MAX_SHARE = 0.05
 
 
 @dataclass
@@ -209,6 +216,24 @@ def ncu_agreement(event_median_ms: float, ncu_ms: float | None, *, rel: float = 
 
 
 # ----------------------------------------------------------------------------- launches
+
+def host_wait_check(waited: int, launches: int, max_share: float = HOST_WAIT_MAX_SHARE) -> Check:
+    """`waited`: timed launches whose start event the GPU had already passed when their launch
+    call returned, so the GPU sat between the events waiting for the host. The CUDA events
+    then time the host's launch, not the kernel (seen on the H100: a CuTe DSL launch that
+    converted its arguments per call took 25-38 us of host time, and a 25 us kernel measured
+    56 us when timed in turns with cuBLAS)."""
+    if launches <= 0:
+        return skipped(HOST_WAIT, "no timed launches")
+    share = waited / launches
+    detail = (f"the GPU reached the start event before the launch was issued in {waited} of "
+              f"{launches} timed launches ({share:.0%})")
+    if share > max_share:
+        return failed(HOST_WAIT, detail + ": those samples include the GPU waiting for the host "
+                      "(host launch cost above the kernel and flush time); time it with CUDA "
+                      "graphs or cheaper launches")
+    return passed(HOST_WAIT, detail)
+
 
 def launches_check(in_range: Iterable[str], off_stream: Iterable[tuple[str, int]], off_range: Iterable[str],
                    timed_stream: int | None) -> Check:

@@ -109,6 +109,10 @@ def elapsed_ms(torch, start, end) -> float:
     return float(torch._C._CudaEventBase.elapsed_time(start, end))
 
 
+def completed(torch, event) -> bool:
+    return bool(torch._C._CudaEventBase.query(event))
+
+
 # ----------------------------------------------------------------------------- persisting L2
 
 class PersistingL2:

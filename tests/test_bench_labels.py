@@ -71,3 +71,10 @@ def test_paired_gemm_rows_report_the_per_round_ratio_and_its_interval():
     even = common.paired_versus_cublas(2e12, {"samples_ms": [ours, ours[::-1]], "pass_of_round": [0] * 200,
                                               "rounds_per_pass": 200})
     assert even["paired"]["at_least_1"] == "unresolved"
+    # Launches the GPU had to wait for are named in the line: their samples are host time.
+    slow = common.paired_versus_cublas(2e12, {"samples_ms": [ours, cublas], "pass_of_round": [0] * 200,
+                                              "rounds_per_pass": 200, "host_waited": [180, 0]})
+    assert slow["paired"]["host_waited_share"] == [0.9, 0.0]
+    assert "SUSPECT: the GPU waited for the host in 90% of our launches" in common.versus_cublas_line(
+        {**slow, "shape": {"M": 1, "N": 2, "K": 3}, "rel_norm_error": 0.0}, None)
+    assert "SUSPECT" not in line

@@ -339,3 +339,18 @@ def test_executed_counts_over_the_static_histogram(h200_profile):
     assert heat.rows[0].executed == max(r.executed or 0 for r in heat.rows)
     other = join({"FFMA": 3}, {"HGMMA": 10.0, "FFMA": 6.0})
     assert other.unmatched == ["HGMMA"] and not other.same_binary
+
+
+def test_samples_the_gpu_waited_in_make_the_timing_suspect():
+    """The H100 case behind it: a launch costing 25-38 us of host time, a 25 us kernel timed at
+    56 us in turns with cuBLAS; a few early waits are normal, most are not."""
+    from kernelscope.profiler import timing_checks as tc
+    ok = tc.host_wait_check(3, 1000)
+    assert ok.ran and ok.passed and "3 of 1000" in ok.detail
+    bad = tc.host_wait_check(900, 1000)
+    assert bad.ran and bad.passed is False and "waiting for the host" in bad.detail
+    assert tc.host_wait_check(0, 0).ran is False
+    assert tc.HOST_WAIT in tc.CHECK_NAMES
+    checks = tc.Checks()
+    checks.add(bad)
+    assert checks.suspect and tc.HOST_WAIT in checks.summary()

@@ -78,3 +78,13 @@ def test_paired_gemm_rows_report_the_per_round_ratio_and_its_interval():
     assert "SUSPECT: the GPU waited for the host in 90% of our launches" in common.versus_cublas_line(
         {**slow, "shape": {"M": 1, "N": 2, "K": 3}, "rel_norm_error": 0.0}, None)
     assert "SUSPECT" not in line
+
+
+def test_the_sanitizer_script_needs_a_gpu_and_says_so(capsys):
+    import sanitize_flash_attn
+    import torch
+    if torch.cuda.is_available():
+        import pytest
+        pytest.skip("a GPU is here: the script would run")
+    assert sanitize_flash_attn.main() == 3
+    assert "needs a CUDA GPU" in capsys.readouterr().err

@@ -403,6 +403,9 @@ def paired_versus_cublas(flops: float, timed: dict) -> dict:
                      "host_waited_share": [w / max(1, spread["n"]) for w in timed.get("host_waited", [0, 0])],
                      "pass_medians_ms": [[statistics.median([t for t, p in zip(side, timed["pass_of_round"]) if p == k])
                                           for k in sorted(set(timed["pass_of_round"]))] for side in timed["samples_ms"]]}
+    from kernelscope.profiler.timing_checks import HOST_WAIT_MAX_SHARE
+    # Samples the GPU waited in time the host, not a kernel: such a row is never ranked.
+    row["suspect"] = max(row["paired"]["host_waited_share"]) > HOST_WAIT_MAX_SHARE
     return row
 
 
@@ -434,8 +437,14 @@ def finish_versus_cublas(kernel: str, rows, args, argv, dev, torch, timing: str 
     of benchmarks/bench_<kernel>.py (`fields` added to it). The exit status: 1 when no config ran."""
     if not rows:
         return 1
-    geo, shapes = best_ratio_geomean(rows)
-    print(f"geomean ratio vs cuBLAS over {shapes} shapes: {geo:.3f}")
+    suspect = sum(1 for r in rows if r.get("suspect"))
+    if suspect == len(rows):
+        print(f"every timed row is suspect ({suspect}): no geomean")
+        geo, shapes = float("nan"), 0
+    else:
+        geo, shapes = best_ratio_geomean(rows)
+        print(f"geomean ratio vs cuBLAS over {shapes} shapes: {geo:.3f}"
+              + (f" ({suspect} suspect row(s) left out)" if suspect else ""))
     if args.out:
         write_json(args.out, {
             "kernel": kernel, "dtype": args.dtype, "layout": GEMM_LAYOUT, **environment(dev, torch),
@@ -450,9 +459,12 @@ def finish_versus_cublas(kernel: str, rows, args, argv, dev, torch, timing: str 
 
 
 def best_ratio_geomean(rows) -> tuple[float, int]:
-    """Per shape the row with the highest ratio_vs_cublas; (geomean of those ratios, shapes)."""
+    """Per shape the row with the highest ratio_vs_cublas, suspect rows left out; (geomean of
+    those ratios, shapes)."""
     best = {}
     for r in rows:
+        if r.get("suspect"):
+            continue
         key = (r["shape"]["M"], r["shape"]["N"], r["shape"]["K"])
         if key not in best or r["ratio_vs_cublas"] > best[key]["ratio_vs_cublas"]:
             best[key] = r

@@ -78,6 +78,12 @@ def test_paired_gemm_rows_report_the_per_round_ratio_and_its_interval():
     assert "SUSPECT: the GPU waited for the host in 90% of our launches" in common.versus_cublas_line(
         {**slow, "shape": {"M": 1, "N": 2, "K": 3}, "rel_norm_error": 0.0}, None)
     assert "SUSPECT" not in line
+    # A suspect row is never ranked: the shape's best ratio comes from its clean rows.
+    assert slow["suspect"] and not row["suspect"]
+    shape = {"M": 1, "N": 2, "K": 3}
+    geo, shapes = common.best_ratio_geomean([{**slow, "ratio_vs_cublas": 1.5, "shape": shape},
+                                             {**row, "shape": shape}])
+    assert shapes == 1 and abs(geo - row["ratio_vs_cublas"]) < 1e-12
 
 
 def test_the_sanitizer_script_needs_a_gpu_and_says_so(capsys):

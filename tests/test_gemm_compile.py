@@ -158,14 +158,15 @@ def test_run_and_profile_launch_the_per_shape_heuristic():
 
 
 def test_few_tiles_over_a_long_k_get_split_k():
-    """The heuristic cuts K only where the H100 measured a win: few 64x128 tiles and >= 64
-    k-tiles per slice (gemm-h100-split-k-skinny.json.xz); the suite's skinny shapes stay whole."""
+    """The heuristic cuts K where both GPUs measured a win: few 64x128 tiles and >= 32 k-tiles
+    per slice (gemm-{h100,h200}-split-k-skinny.json.xz): 128x4096x4096 in 2 slices, not 4."""
     def chosen(M, N, K):
         c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
         return (c.tile_m, c.tile_n, c.splits)
     assert chosen(128, 1024, 16384) == (64, 128, 4)
     assert chosen(256, 2048, 8192) == (64, 128, 2)
-    assert chosen(128, 4096, 4096) == (64, 128, 1)
+    assert chosen(128, 4096, 4096) == (64, 128, 2)
+    assert chosen(128, 4096, 2048) == (64, 128, 1)        # 16 k-tiles a slice would be too few
     assert chosen(512, 4096, 4096)[2] == 1 and chosen(4096, 4096, 4096) == (128, 256, 1)
     # Run and profile launch what the heuristic picks.
     assert gemm.GEMM_SPEC.config_for({"M": 128, "N": 1024, "K": 16384}, "bfloat16")["splits"] == 4

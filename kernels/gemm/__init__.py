@@ -293,19 +293,20 @@ _SMALL_TILE_EFFICIENCY = 0.93
 
 def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
     """Split-K for few tiles over a long K: the most slices (2 or 4) that keep every slice at
-    >= 64 k-tiles and the work items within one wave. Measured on the H100 (results/
-    gemm-h100-split-k-skinny.json.xz, 64x128 tiles): 128x1024x16384 0.54 -> 0.91 of cuBLAS with
-    4 slices, 256x2048x8192 0.83 -> 0.91 with 2; at 128x4096x4096 (64 k-tiles) 2 slices lose
-    (0.92 -> 0.75), hence the floor of 64 k-tiles per slice."""
+    >= 32 k-tiles and the work items within one wave. Measured with 64x128 tiles
+    (results/gemm-{h100,h200}-split-k-skinny.json.xz, gemm-h200-m128-split2-paired.json.xz):
+    128x1024x16384 0.54 -> 0.91 of cuBLAS with 4 slices (H100; H200 0.46 -> 0.84),
+    256x2048x8192 0.78-0.83 -> 0.92 with 2 (H200 0.84 -> 0.99), 128x4096x4096 0.92 -> 0.93 with
+    2 (H200, timed in turns: 0.887 -> 0.939); 4 slices of 16 k-tiles lose there (0.74)."""
     best = 1
     for s in (2, 4):
-        if tiles * s <= sms and k_tiles >= 64 * s:
+        if tiles * s <= sms and k_tiles >= 32 * s:
             best = s
     return best
 
 
 def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
-    """Per-shape default. M <= 256 with few tiles and a long K: 64x128 tiles cut into slices of K
+    """Per-shape default. M <= 256 with few tiles and enough K: 64x128 tiles cut into slices of K
     (_long_k_splits). M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
     problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
     persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency."""

@@ -50,10 +50,12 @@ HOST_WAIT = "gpu_ahead_of_host"
 CHECK_NAMES = (FLOOR, COUNTER_FLOOR, NCU_AGREEMENT, PERSISTING_L2, TIMER, OUTPUT_AFTER, FRESH_INPUTS, LAUNCHES,
                HOST_WAIT)
 
-# Share of timed launches that may find the GPU already past their start event: a few are
-# normal (the first launches of the loop, a descheduled host thread); more mean the samples
-# are host launch time, not the kernel's.
-HOST_WAIT_MAX_SHARE = 0.05
+# Share of timed launches that may find the GPU already past their start event. Honest
+# launches: 0-1 of ~500 (H200, rmsnorm 2048x4096, 14 us); in a full GPU test run the same kind
+# of launch once crossed 5 % (host busy; the share was not kept), and cuBLAS's launches reached
+# 6-22 % timed in turns at 128x4096x4096; a launch costing the host more than the kernel left
+# the GPU waiting in 57 % of the samples. So 20 %: systematic waiting, not a burst.
+HOST_WAIT_MAX_SHARE = 0.20
 
 
 @dataclass

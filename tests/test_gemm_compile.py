@@ -130,7 +130,8 @@ def test_tail_split_plan_fills_the_last_wave():
     p = plan(1792, 66, 64, 1, True, cluster_ctas=2)
     assert (p.split_from, p.split_tiles, p.slices) == (1782, 10, 4)
     # 8192x4096x4096: a last wave of 50 of 66 clusters; cutting it would move ~100 MB of
-    # partials (measured on the H100: 0.904 of cuBLAS cut, 0.990 whole), so nothing is cut.
+    # partials (H100, gemm-h100-tail-split-first-plan.json.xz: 0.904 of cuBLAS cut, 0.990 whole),
+    # so nothing is cut.
     assert plan(512, 66, 64, 1, True, cluster_ctas=2).slices == 1
     # A nearly full last wave, no partial wave, or one wave only: nothing is cut.
     assert plan(131, 66, 64, 1, True).slices == 1

@@ -297,7 +297,7 @@ def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
     (results/gemm-{h100,h200}-split-k-skinny.json.xz, gemm-h200-m128-split2-paired.json.xz):
     128x1024x16384 0.54 -> 0.91 of cuBLAS with 4 slices (H100; H200 0.46 -> 0.84),
     256x2048x8192 0.78-0.83 -> 0.92 with 2 (H200 0.84 -> 0.99), 128x4096x4096 0.92 -> 0.93 with
-    2 (H200, timed in turns: 0.887 -> 0.939); 4 slices of 16 k-tiles lose there (0.74)."""
+    2 (H100; H200 timed in turns: 0.887 -> 0.939); 4 slices of 16 k-tiles lose there (H100 0.74)."""
     best = 1
     for s in (2, 4):
         if tiles * s <= sms and k_tiles >= 32 * s:

@@ -57,8 +57,9 @@ def main(args, argv, torch, dev):
 
 def _short(cfg):
     split = f" split{cfg.splits}" if cfg.splits > 1 else (" tail-split" if cfg.tail_split else "")
+    epilogue = f" epi{cfg.epi_n}" + (f"x{cfg.epi_stages}" if cfg.epi_stages else "")
     return (f"{cfg.tile_m}x{cfg.tile_n} wg{cfg.consumer_wgs} cl{cfg.cluster[0]}x{cfg.cluster[1]} "
-            f"{cfg.raster}/{cfg.group} st{cfg.stages or 'auto'}{split}")
+            f"{cfg.raster}/{cfg.group} st{cfg.stages or 'auto'}{epilogue}{split}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ def test_gemm_rows_are_labelled_from_the_config_fields():
     # Split-K rows differ from whole-K rows of the same tile only in this.
     assert bench_gemm._short(gemm.heuristic_config({"M": 128, "N": 1024, "K": 16384})).endswith(" split4")
     assert bench_gemm._short(gemm.GemmConfig(tail_split=True)).endswith(" tail-split")
+    # Configs that differ only in the epilogue subtiles get different labels.
+    assert bench_gemm._short(gemm.heuristic_config({"M": 4096, "N": 4096, "K": 4096})).endswith(" epi64")
+    assert bench_gemm._short(gemm.GemmConfig(epi_n=64, epi_stages=2)) != bench_gemm._short(gemm.GemmConfig(epi_n=64))
 
 
 def test_gemm_mma_rows_are_labelled_from_the_config_fields():

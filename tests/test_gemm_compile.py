@@ -154,8 +154,28 @@ def test_run_and_profile_launch_the_per_shape_heuristic():
     skinny = gemm.GEMM_SPEC.config_for({"M": 128, "N": 4096, "K": 4096}, "bfloat16")
     assert (skinny["tile_m"], skinny["tile_n"], tuple(skinny["cluster"])) == (64, 128, (2, 1))
     big = gemm.GEMM_SPEC.config_for({"M": 4096, "N": 4096, "K": 4096}, "bfloat16")
-    assert big == gemm.GEMM_SPEC.default_config
+    assert big == {**gemm.GEMM_SPEC.default_config, "epi_n": 64}
     assert gemm.GEMM_SPEC.config_for({"M": 128, "N": 4096, "K": 4096}, "bfloat16", {"tile_m": 128})["tile_m"] == 128
+
+
+def test_whole_tile_epilogue_only_where_ctas_run_several_tiles():
+    """128x256 tiles get 64-column epilogue subtiles (the tile's four subtiles in the four
+    buffers, one ring stage fewer) only where a CTA runs more than one tile: measured faster at
+    every suite shape with several tiles per CTA, slower at 2048^3's single tile (H100, timed in
+    turns; kernels/gemm/NOTES.md, v5)."""
+    def resolved(M, N, K, sms=132):
+        return gemm.resolve_config(gemm.heuristic_config({"M": M, "N": N, "K": K}, sms))
+    one_tile_each = resolved(2048, 2048, 2048)            # 128 tiles of 128x256 on 132 SMs
+    assert (one_tile_each.cfg.epi_n, one_tile_each.stages, one_tile_each.epi_stages) == (32, 4, 4)
+    for shape in [(4096, 4096, 4096), (8192, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336)]:
+        r = resolved(*shape)
+        assert (r.cfg.tile_n, r.cfg.epi_n, r.stages, r.epi_stages) == (256, 64, 3, 4), shape
+        assert r.cfg.tile_n // r.cfg.epi_n == r.epi_stages      # every subtile has its own buffer
+    # The same shape on a part with more SMs than tiles keeps the deeper ring.
+    assert resolved(4096, 4096, 4096, sms=600).cfg.epi_n == 32
+    # M=512: 128x128 tiles, B multicast over a 2x1 cluster.
+    m512 = gemm.heuristic_config({"M": 512, "N": 4096, "K": 4096}, 132)
+    assert (m512.tile_m, m512.tile_n, tuple(m512.cluster), m512.splits) == (128, 128, (2, 1), 1)
 
 
 def test_few_tiles_over_a_long_k_get_split_k():

@@ -291,6 +291,15 @@ def major_of_b(b) -> str:
 _SMALL_TILE_EFFICIENCY = 0.93
 
 
+# Epilogue subtile width at which a 128x256 tile's four subtiles fit the four epilogue buffers:
+# the consumers write the whole tile and go on to the next tile's main loop without waiting for a
+# TMA store to finish reading a buffer (with 32 columns, subtiles 5-8 wait on the stores of 1-4).
+# It costs a ring stage (3 instead of 4), which loses where a CTA has a single tile (2048^3: 0.96
+# against 0.99 of cuBLAS) and wins 0.3-1.5 % wherever CTAs run several tiles (H100, timed in turns,
+# results/gemm-h100-epilogue-sweep-paired.json.xz and gemm-h100-big-sweep-paired.json.xz).
+_WHOLE_TILE_EPI_N = 64
+
+
 def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
     """Split-K for few tiles over a long K: the most slices (2 or 4) that keep every slice at
     >= 32 k-tiles and the work items within one wave. Measured with 64x128 tiles
@@ -309,7 +318,10 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     """Per-shape default. M <= 256 with few tiles and enough K: 64x128 tiles cut into slices of K
     (_long_k_splits). M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
     problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
-    persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency."""
+    persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency; 128x256 tiles
+    with the whole tile in the epilogue buffers where CTAs run more than one tile; 128x128 tiles
+    with B multicast over a 2x1 cluster (M=512: 0.973-0.977 against 0.959-0.961 with 1x2 on the
+    H100, results/gemm-h100-m512-*-paired.json.xz)."""
     M, N = int(shape["M"]), int(shape["N"])
     if M <= 256 and "K" in shape:
         skinny = GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1, cluster=(2, 1) if M > 64 else (1, 1))
@@ -324,8 +336,10 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
         return math.ceil(tiles / sms) * 128 * tile_n / eff
 
     if cost(256, 1.0) <= cost(128, _SMALL_TILE_EFFICIENCY):
+        if math.ceil(M / 128) * math.ceil(N / 256) > sms:
+            return GemmConfig(epi_n=_WHOLE_TILE_EPI_N)
         return GemmConfig()
-    return GemmConfig(tile_m=128, tile_n=128, cluster=(1, 2) if M <= 512 else (2, 1))
+    return GemmConfig(tile_m=128, tile_n=128, cluster=(2, 1))
 
 
 def tuned_config(shape: dict[str, int], dtype: str = "bfloat16") -> dict:

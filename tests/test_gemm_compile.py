@@ -173,6 +173,15 @@ def test_whole_tile_epilogue_only_where_ctas_run_several_tiles():
         assert r.cfg.tile_n // r.cfg.epi_n == r.epi_stages      # every subtile has its own buffer
     # The same shape on a part with more SMs than tiles keeps the deeper ring.
     assert resolved(4096, 4096, 4096, sms=600).cfg.epi_n == 32
+    # The tail plan where it cuts the last wave (measured wins at 12, 15 and 52 % full last
+    # waves); where it keeps every tile whole, not even the split-capable variant (it costs).
+    for M, N, K in [(8192, 14336, 4096), (8192, 8192, 8192), (4096, 4352, 4096)]:
+        c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
+        assert c.tail_split and (c.tile_n, c.epi_n) == (256, 64), (M, N, K)
+        assert gemm.split_plan(c, M, N, K, 66).slices > 1
+    for M, N, K in [(4096, 4096, 4096), (8192, 4096, 4096), (8192, 11008, 4096), (2048, 2048, 2048)]:
+        assert not gemm.heuristic_config({"M": M, "N": N, "K": K}, 132).tail_split, (M, N, K)
+    assert not gemm.heuristic_config({"M": 8192, "N": 14336}, 132).tail_split     # no K: no plan
     # M=512: 128x128 tiles, B multicast over a 2x1 cluster.
     m512 = gemm.heuristic_config({"M": 512, "N": 4096, "K": 4096}, 132)
     assert (m512.tile_m, m512.tile_n, tuple(m512.cluster), m512.splits) == (128, 128, (2, 1), 1)

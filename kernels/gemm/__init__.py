@@ -300,6 +300,22 @@ _SMALL_TILE_EFFICIENCY = 0.93
 _WHOLE_TILE_EPI_N = 64
 
 
+def _tail_wave_cost(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) -> float | None:
+    """The last partial wave's cost, in waves, when the tail plan cuts it (kernels/split_k_plan.py);
+    None where the plan keeps every tile whole (or K is unknown). Measured in turns (H100;
+    results/gemm-h100-tail-split-paired*.json.xz): 4096x4352x4096 0.936 -> 1.028-1.039 of cuBLAS
+    (last wave 12 % full), 8192x14336x4096 0.996 -> 1.005 (15 %; H200 0.996 -> 1.002), 8192^3
+    1.027 -> 1.032 (52 %). Where the plan keeps the tiles whole, the split-capable variant only
+    costs (4096^3, 8192x4096x4096: 0.7-0.9 %), so it is not taken there."""
+    if K is None:
+        return None
+    clusters = sms // (cfg.cluster[0] * cfg.cluster[1])
+    tail = split_plan(dataclasses.replace(cfg, tail_split=True), M, N, int(K), clusters)
+    if tail.slices == 1:
+        return None
+    return math.ceil(tail.split_tiles * tail.slices / clusters) / tail.slices
+
+
 def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
     """Split-K for few tiles over a long K: the most slices (2 or 4) that keep every slice at
     >= 32 k-tiles and the work items within one wave. Measured with 64x128 tiles
@@ -319,7 +335,9 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     (_long_k_splits). M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
     problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
     persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency; 128x256 tiles
-    with the whole tile in the epilogue buffers where CTAs run more than one tile; 128x128 tiles
+    with the whole tile in the epilogue buffers where CTAs run more than one tile, and the last
+    wave's tiles cut into slices of K where the tail plan cuts them (_tail_wave_cost, which
+    then also stands for that wave in the cost); 128x128 tiles
     with B multicast over a 2x1 cluster (M=512: 0.973-0.977 against 0.959-0.961 with 1x2 on the
     H100, results/gemm-h100-m512-*-paired.json.xz)."""
     M, N = int(shape["M"]), int(shape["N"])
@@ -331,13 +349,17 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     if M <= 128:
         return GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1, cluster=(2, 1) if M > 64 else (1, 1))
 
-    def cost(tile_n, eff):
+    def cost(tile_n, eff, last_wave=None):
         tiles = math.ceil(M / 128) * math.ceil(N / tile_n)
-        return math.ceil(tiles / sms) * 128 * tile_n / eff
+        waves = math.ceil(tiles / sms) if last_wave is None else tiles // sms + last_wave
+        return waves * 128 * tile_n / eff
 
-    if cost(256, 1.0) <= cost(128, _SMALL_TILE_EFFICIENCY):
-        if math.ceil(M / 128) * math.ceil(N / 256) > sms:
-            return GemmConfig(epi_n=_WHOLE_TILE_EPI_N)
+    big = GemmConfig(epi_n=_WHOLE_TILE_EPI_N)
+    several_tiles_per_cta = math.ceil(M / 128) * math.ceil(N / 256) > sms
+    tail_wave = _tail_wave_cost(big, M, N, shape.get("K"), sms) if several_tiles_per_cta else None
+    if cost(256, 1.0, tail_wave) <= cost(128, _SMALL_TILE_EFFICIENCY):
+        if several_tiles_per_cta:
+            return dataclasses.replace(big, tail_split=tail_wave is not None)
         return GemmConfig()
     return GemmConfig(tile_m=128, tile_n=128, cluster=(2, 1))
 

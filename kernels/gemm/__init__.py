@@ -291,12 +291,12 @@ def major_of_b(b) -> str:
 _SMALL_TILE_EFFICIENCY = 0.93
 
 
-# Epilogue subtile width at which a 128x256 tile's four subtiles fit the four epilogue buffers:
-# the consumers write the whole tile and go on to the next tile's main loop without waiting for a
-# TMA store to finish reading a buffer (with 32 columns, subtiles 5-8 wait on the stores of 1-4).
-# It costs a ring stage (3 instead of 4), which loses where a CTA has a single tile (2048^3: 0.96
-# against 0.99 of cuBLAS) and wins 0.3-1.5 % wherever CTAs run several tiles (H100, timed in turns,
-# results/gemm-h100-epilogue-sweep-paired.json.xz and gemm-h100-big-sweep-paired.json.xz).
+# Epilogue subtile width at which a 128x256 tile's four subtiles fit the four epilogue buffers
+# (with 32 columns, subtiles 5-8 reuse the buffers of 1-4). It costs a ring stage (3 instead of
+# 4): slower where a CTA has a single tile (2048^3: 0.96 against 0.99 of cuBLAS on the H100, 0.98
+# against 0.99 on the H200), 0.3-1.5 % faster wherever CTAs run several tiles (timed in turns,
+# results/gemm-{h100,h200}-epilogue-sweep-paired*.json.xz, gemm-h100-big-sweep-paired.json.xz).
+# Why is not proven: kernels/gemm/NOTES.md v5 has what kernelscope's profile shows.
 _WHOLE_TILE_EPI_N = 64
 
 
@@ -306,7 +306,8 @@ def _tail_wave_cost(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) ->
     results/gemm-h100-tail-split-paired*.json.xz): 4096x4352x4096 0.936 -> 1.028-1.039 of cuBLAS
     (last wave 12 % full), 8192x14336x4096 0.996 -> 1.005 (15 %; H200 0.996 -> 1.002), 8192^3
     1.027 -> 1.032 (52 %). Where the plan keeps the tiles whole, the split-capable variant only
-    costs (4096^3, 8192x4096x4096: 0.7-0.9 %), so it is not taken there."""
+    costs (0.9 % at 8192x4096x4096 on the H100, 0.4-0.7 % at 4096^3 and 8192x4096x11008 on the
+    H200), so it is not taken there."""
     if K is None:
         return None
     clusters = sms // (cfg.cluster[0] * cfg.cluster[1])
@@ -334,12 +335,12 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     """Per-shape default. M <= 256 with few tiles and enough K: 64x128 tiles cut into slices of K
     (_long_k_splits). M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
     problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
-    persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency; 128x256 tiles
-    with the whole tile in the epilogue buffers where CTAs run more than one tile, and the last
-    wave's tiles cut into slices of K where the tail plan cuts them (_tail_wave_cost, which
-    then also stands for that wave in the cost); 128x128 tiles
-    with B multicast over a 2x1 cluster (M=512: 0.973-0.977 against 0.959-0.961 with 1x2 on the
-    H100, results/gemm-h100-m512-*-paired.json.xz)."""
+    persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency.
+    128x256 tiles: the whole tile in the epilogue buffers where CTAs run more than one tile, and
+    the last wave's tiles cut into slices of K where the tail plan cuts them (_tail_wave_cost,
+    which then also prices that wave in the cost). 128x128 tiles: B multicast over a 2x1
+    cluster (M=512, timed in turns: 0.972-0.977 against 0.957-0.961 with 1x2 on the H100, 0.981
+    against 0.974 on the H200; results/gemm-{h100,h200}-m512-*-paired*.json.xz)."""
     M, N = int(shape["M"]), int(shape["N"])
     if M <= 256 and "K" in shape:
         skinny = GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1, cluster=(2, 1) if M > 64 else (1, 1))

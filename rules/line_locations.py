@@ -36,6 +36,15 @@ MEMORY_CLASSES = {
     "dram-traffic-vs-reference": ("global", "tma"),
 }
 _CLASS_WORDS = {"shared": "shared-memory", "global": "global-memory", "tma": "TMA", "local": "local-memory"}
+# What a warp stalled at these instructions waits for, where the stall reason's name alone misleads:
+# ncu samples a warp in wgmma.wait_group as a "barrier" stall, though it waits for no other warp.
+WAITS_AT = {
+    "WARPGROUP.DEPBAR": "wgmma.wait_group: the warps wait for their own WGMMA groups (the tensor pipe), "
+                        "not for other warps",
+    "BAR": "bar.sync: the warps wait for the other warps of the barrier",
+    "SYNCS.PHASECHK": "an mbarrier wait: the warps wait for data (TMA bytes) or another warp's arrival",
+}
+MIN_OPCODE_SHARE = 0.5      # a line's samples are said to sit on one instruction kind from this share
 
 
 def stall_reason(finding: Finding) -> str | None:
@@ -49,7 +58,8 @@ def stall_reason(finding: Finding) -> str | None:
     return None
 
 
-def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label: str) -> list[dict]:
+def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label: str,
+         per_opcode: dict[tuple, dict[str, float]] | None = None) -> list[dict]:
     if total < MIN_SAMPLES:
         return []
     out = []
@@ -59,20 +69,51 @@ def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label
             break
         path, line = key
         f = profile.files.get(path)
-        out.append({"file": file_identity(profile, path), "line": line, "share": share, "reason": label,
-                    "recorded_file": path, "stale": bool(f and line in f.stale_lines)})
+        loc = {"file": file_identity(profile, path), "line": line, "share": share, "reason": label,
+               "recorded_file": path, "stale": bool(f and line in f.stale_lines)}
+        loc.update(_dominant_opcode((per_opcode or {}).get(key, {}), n))
+        out.append(loc)
     return out
+
+
+def _dominant_opcode(samples_by_opcode: dict[str, float], line_samples: float) -> dict:
+    """{"opcode", "waits_for"} of the instruction that holds most of a line's samples, when it
+    holds at least MIN_OPCODE_SHARE of them ("waits_for" only for the opcodes in WAITS_AT)."""
+    if not samples_by_opcode or line_samples <= 0:
+        return {}
+    opcode, n = max(samples_by_opcode.items(), key=lambda kv: kv[1])
+    if n / line_samples < MIN_OPCODE_SHARE:
+        return {}
+    out = {"opcode": opcode}
+    meaning = next((m for prefix, m in WAITS_AT.items() if opcode == prefix or opcode.startswith(prefix + ".")), None)
+    if meaning:
+        out["waits_for"] = meaning
+    return out
+
+
+def _wait_opcode(opcode: str) -> str:
+    """The opcode without its last modifiers that do not change what is waited for
+    (WARPGROUP.DEPBAR.LE -> WARPGROUP.DEPBAR; BAR.SYNC.DEFER_BLOCKING -> BAR.SYNC)."""
+    return ".".join(opcode.split(".")[:2])
 
 
 def locate_stall(profile: LineProfile, reason: str) -> list[dict]:
     per_line: dict[tuple, float] = {}
+    per_opcode: dict[tuple, dict[str, float]] = {}
     total = 0.0
     for r in profile.records:
         n = r.samples.get(reason, 0.0)
         total += n
         if r.line is not None and n:
-            per_line[(r.file, r.line)] = per_line.get((r.file, r.line), 0.0) + n
-    return _top(profile, per_line, total, f"{reason} samples")
+            key = (r.file, r.line)
+            per_line[key] = per_line.get(key, 0.0) + n
+            by_opcode = per_opcode.setdefault(key, {})
+            for i in r.instructions:
+                m = i.samples.get(reason, 0.0)
+                if m:
+                    op = _wait_opcode(i.opcode)
+                    by_opcode[op] = by_opcode.get(op, 0.0) + m
+    return _top(profile, per_line, total, f"{reason} samples", per_opcode)
 
 
 def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
@@ -104,4 +145,6 @@ def attach_locations(findings: list[Finding], profile: LineProfile | None) -> li
 
 def location_text(loc: dict) -> str:
     stale = " (may be stale: the file changed since profiling)" if loc.get("stale") else ""
-    return f"{loc['file']}:{loc['line']} — {100 * loc['share']:.0f}% of {loc['reason']}{stale}"
+    at = f", at {loc['opcode']}" if loc.get("opcode") else ""
+    meaning = f" ({loc['waits_for']})" if loc.get("waits_for") else ""
+    return f"{loc['file']}:{loc['line']} — {100 * loc['share']:.0f}% of {loc['reason']}{at}{meaning}{stale}"

@@ -206,6 +206,14 @@ def test_findings_name_the_lines_where_their_samples_sit(fixture_file, tmp_path)
     total = sum(r.samples.get("barrier", 0) for r in records)
     at = sum(r.samples.get("barrier", 0) for r in records if r.line == loc["line"] and r.file == loc["recorded_file"])
     assert loc["share"] == pytest.approx(at / total) and loc["share"] > 0.9
+    # Those samples sit on wgmma.wait_group, which ncu files under "barrier": the location says
+    # what they wait for (the warp's own WGMMAs), recomputed here from the instructions.
+    at_line = [i for r in records if r.line == loc["line"] and r.file == loc["recorded_file"] for i in r.instructions]
+    on_depbar = sum(i.samples.get("barrier", 0) for i in at_line if i.opcode.startswith("WARPGROUP.DEPBAR"))
+    assert on_depbar / at > 0.5
+    assert loc["opcode"] == "WARPGROUP.DEPBAR" and "own WGMMA groups" in loc["waits_for"]
+    from kernelscope.rules.line_locations import location_text
+    assert "% of barrier samples, at WARPGROUP.DEPBAR (wgmma.wait_group: " in location_text(loc)
     # Annotations are for differences only: a shared finding is no warning on a pull request.
     results = json.loads(sarif.read_text())["runs"][0]["results"]
     assert all(r["ruleId"] != "stall-barrier" for r in results)

@@ -15,7 +15,10 @@ CTA = 1 producer warpgroup + 1 or 2 consumer warpgroups.
   finish the epilogue of the current one.
 - Split-K (config `splits`, or `tail_split`): slices of K per tile on different CTAs, the last
   slice adding the others' fp32 partials before the epilogue (kernels/sm90/split_k.py); the
-  heuristic uses it for few tiles over a long K.
+  heuristic uses it for few tiles over a long K, and the tail plan where it cuts the last wave.
+- The per-shape heuristic (`heuristic_config`, what run/profile/the gate/the benchmark launch)
+  picks the tile, the cluster, the epilogue subtile width and the split plan; its numbers are
+  in kernels/gemm/NOTES.md.
 Any M, N, K whose contiguous extents are 16-byte aligned work: TMA zero-fills out-of-range loads
 and clips out-of-range stores, so partial tiles need no masking.
 

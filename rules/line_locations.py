@@ -4,7 +4,9 @@ A stall finding (its rule quotes `target.stall_<reason>`) is located at the line
 PC samples of that reason; a memory finding at the lines whose instructions of the memory kind it
 is about (shared, global, TMA, local) hold the most samples. The share is of all such samples of
 the kernel. Nothing is located without per-line records, without line information, or when the
-samples of that kind are too few to say (never a guess).
+samples of that kind are too few to say (never a guess). A stall location also names the
+instruction kind that holds most of the line's samples of that reason and, for waits whose
+reason name misleads (WAITS_AT), what the warps wait for.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def _dominant_opcode(samples_by_opcode: dict[str, float], line_samples: float) -
 
 
 def _wait_opcode(opcode: str) -> str:
-    """The opcode without its last modifiers that do not change what is waited for
+    """The opcode's first two parts, which name what is waited for; the rest are modifiers
     (WARPGROUP.DEPBAR.LE -> WARPGROUP.DEPBAR; BAR.SYNC.DEFER_BLOCKING -> BAR.SYNC)."""
     return ".".join(opcode.split(".")[:2])
 

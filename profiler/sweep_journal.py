@@ -11,8 +11,11 @@ The merged document is the `kernelscope.sweep` JSON that `report` and `gate` rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import threading
 from typing import Any, Iterable
 
 from kernelscope.errors import UserError
@@ -64,13 +67,16 @@ class Journal:
 
     def add(self, record: dict[str, Any]) -> None:
         record = dict(record, kind=POINT_KIND)
-        if not self._header_written:
-            if os.path.exists(self.path):
-                raise UserError(f"{self.path} appeared while the sweep ran: not appending to another sweep's journal")
-            self._append(self.header)
-            self._header_written = True
-        self._append(record)
-        self.records.append(record)
+        # A Ctrl-C between writing the line and keeping the record would leave a point in the file
+        # that the merged document lacks: the signal waits until both are done.
+        with _ctrl_c_deferred():
+            if not self._header_written:
+                if os.path.exists(self.path):
+                    raise UserError(f"{self.path} appeared while the sweep ran: not appending to another sweep's journal")
+                self._append(self.header)
+                self._header_written = True
+            self._append(record)
+            self.records.append(record)
 
     def _append(self, obj: dict[str, Any]) -> None:
         try:
@@ -82,6 +88,19 @@ class Journal:
                 os.fsync(f.fileno())
         except OSError as e:
             raise UserError(f"cannot append to the sweep journal {self.path}: {e.strerror or e}") from None
+
+
+@contextlib.contextmanager
+def _ctrl_c_deferred():
+    """SIGINT blocked for the block's duration (main thread only); a pending one is raised after it."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _plain(obj: Any) -> Any:

@@ -106,6 +106,26 @@ def test_journal_refuses_to_overwrite_or_resume_another_sweep_and_ignores_a_torn
     assert len(records) == 18 and header["dtype"] == "bfloat16"
 
 
+def test_ctrl_c_while_a_point_is_written_keeps_the_file_and_the_records_in_step(tmp_path, monkeypatch):
+    """The SIGINT lands between the fsync of a line and the in-memory record: it must wait until both hold it."""
+    import signal
+
+    plan = _plan(tmp_path)
+    journal = sweep_journal.Journal.start(str(tmp_path / "i.jsonl"), plan.header(SHAPES), resume=False)
+    write_line = sweep_journal.Journal._append
+
+    def write_then_ctrl_c(self, obj):
+        write_line(self, obj)
+        if obj.get("kind") == sweep_journal.POINT_KIND:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(sweep_journal.Journal, "_append", write_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        journal.add({"index": 0, "key": "k0", "status": "ok", "final": True})
+    _, on_disk = sweep_journal.read(journal.path)
+    assert [r["key"] for r in on_disk] == [r["key"] for r in journal.records] == ["k0"]
+
+
 def test_a_suspect_timing_is_kept_unranked_and_not_measured_again_on_resume(tmp_path):
     out = _run(tmp_path, "c.jsonl", executors.SerialExecutor(), sweep_fakes.checked_measure)
     rows = out.document["rows"]

@@ -92,15 +92,23 @@ class Journal:
 
 @contextlib.contextmanager
 def _ctrl_c_deferred():
-    """SIGINT blocked for the block's duration (main thread only); a pending one is raised after it."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
+    """A Ctrl-C during the block is held and handed to the previous handler after it.
+
+    A handler swap, not a signal mask: the kernel delivers a process-directed SIGINT to any
+    thread that does not block it (Dask's client has several), and Python runs the handler on
+    the main thread at once. Handlers can only be set from the main thread; elsewhere the block
+    runs as it is (the sweep writes its journal from the main thread)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield                      # None: a handler set outside Python, which could not be put back
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(frame))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.signal(signal.SIGINT, previous)
+    if held and callable(previous):
+        previous(signal.SIGINT, held[-1])
 
 
 def _plain(obj: Any) -> Any:

@@ -109,6 +109,7 @@ def test_journal_refuses_to_overwrite_or_resume_another_sweep_and_ignores_a_torn
 def test_ctrl_c_while_a_point_is_written_keeps_the_file_and_the_records_in_step(tmp_path, monkeypatch):
     """The SIGINT lands between the fsync of a line and the in-memory record: it must wait until both hold it."""
     import signal
+    import threading
 
     plan = _plan(tmp_path)
     journal = sweep_journal.Journal.start(str(tmp_path / "i.jsonl"), plan.header(SHAPES), resume=False)
@@ -119,9 +120,16 @@ def test_ctrl_c_while_a_point_is_written_keeps_the_file_and_the_records_in_step(
         if obj.get("kind") == sweep_journal.POINT_KIND:
             os.kill(os.getpid(), signal.SIGINT)
 
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers run on the main thread only")
     monkeypatch.setattr(sweep_journal.Journal, "_append", write_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        journal.add({"index": 0, "key": "k0", "status": "ok", "final": True})
+    # A pytest-xdist worker ignores SIGINT; the command line has Python's default handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            journal.add({"index": 0, "key": "k0", "status": "ok", "final": True})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     _, on_disk = sweep_journal.read(journal.path)
     assert [r["key"] for r in on_disk] == [r["key"] for r in journal.records] == ["k0"]
 

@@ -54,7 +54,7 @@ KERNELSCOPE_RULE_CAUSES: dict[str, str | None] = {
 # cause). The first entry that matches a result decides; a result matching none names no cause.
 # A rule maps to a cause only when its text is about that cause; the generic ones (issue slots,
 # pipe utilization other than XU, L2 compression, roofline, achieved occupancy, workload
-# imbalance, bottleneck summaries other than "Small Grid") name none.
+# imbalance of L1 or L2 slices, bottleneck summaries other than "Small Grid") name none.
 NCU_RULE_CAUSES: list[tuple[str, tuple[str, ...], str]] = [
     ("UncoalescedGlobalAccess", (), "uncoalesced-access"),
     ("UncoalescedSharedAccess", (), "bank-conflicts"),
@@ -71,6 +71,10 @@ NCU_RULE_CAUSES: list[tuple[str, tuple[str, ...], str]] = [
     ("MemoryCacheAccessPattern", ("global",), "uncoalesced-access"),
     ("CPIStall", ("long scoreboard",), "exposed-latency"),
     ("HighPipeUtilization", ("xu is the highest",), "special-math"),
+    # Unequal active cycles over the SMs or their sub-partitions (not the L1 or L2 slices, which
+    # also follow from hot addresses).
+    ("WorkloadImbalance", ("sms workload imbalance",), "load-imbalance"),
+    ("WorkloadImbalance", ("smsps workload imbalance",), "load-imbalance"),
 ]
 
 

@@ -1,6 +1,7 @@
 """The diagnosis corpus compiles for sm_90a, and each planted pair of corpus_unprofiled.cuh carries
 its defect in the SASS and nothing else: the slow kernel holds the defect's instructions (DFMA and
-F2F, extra BAR, MEMBAR, 256 KB of code, per-lane LDC), the fast twin does not. No GPU: nvcc and
+F2F, extra BAR, MEMBAR, 256 KB of code, per-lane LDC), the fast twin does not; the two load-imbalance
+pairs differ only in which rows a block or warp takes. No GPU: nvcc and
 cuobjdump only (those pairs have no report yet: benchmarks/diagnosis/README.md)."""
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def _differs_only_in(slow: list[str], fast: list[str], allowed: set[str]) -> set
 def test_every_planted_pair_compiles_both_kernels(sass):
     source = (CORPUS / "corpus.cu").read_text() + (CORPUS / "corpus_unprofiled.cuh").read_text()
     pairs = set(re.findall(r'pairs\.push_back\(\{"(\w+)"', source))
-    assert {"fp64", "excess_sync", "memory_fences", "icache", "constant_cache", "block_size"} <= pairs
+    assert {"fp64", "excess_sync", "memory_fences", "icache", "constant_cache", "block_size",
+            "imbalance_sms", "imbalance_warps"} <= pairs
     for pair in pairs:
         assert f"{pair}_slow" in sass and f"{pair}_fast" in sass, pair
 
@@ -87,3 +89,20 @@ def test_block_size_pair_is_one_kernel_launched_with_smaller_blocks(sass):
     source = (CORPUS / "corpus_unprofiled.cuh").read_text()
     assert "block_size_slow<<<n / 32, 32>>>" in source
     assert "block_size_fast<<<n / kThreads, kThreads>>>" in source
+
+
+# Integer, address and control instructions: what a different assignment of rows to blocks or
+# warps may change. Loads, adds, shuffles and stores may not.
+INDEX_MATH = {"IMAD", "IADD3", "VIADD", "VIADDMNMX", "VIMNMX", "LEA", "LOP3", "SHF", "USHF", "ISETP", "SEL", "MOV",
+              "S2R", "S2UR", "LDC", "ULDC", "NOP", "I2F", "F2I", "MUFU"}
+
+
+@pytest.mark.parametrize("pair", ["imbalance_sms", "imbalance_warps"])
+def test_imbalance_pairs_differ_only_in_which_rows_a_block_or_warp_takes(sass, pair):
+    slow, fast = sass[f"{pair}_slow"], sass[f"{pair}_fast"]
+    assert not _differs_only_in(slow, fast, INDEX_MATH)
+    a, b = _bases(slow), _bases(fast)
+    assert all(a[op] == b[op] > 0 for op in ("LDG", "FADD", "SHFL", "STG")), (a, b)
+    # The only floating-point unit work besides the sums: the slow SM split's one division per block
+    # (rows / blocks, at run time), which the cyclic split does not need.
+    assert b["MUFU"] == 0 and a["MUFU"] <= 1

@@ -1,10 +1,11 @@
-"""The rules of six causes no report of the project holds yet (FP64 arithmetic, excess
+"""The rules of causes no report of the project holds yet (FP64 arithmetic, excess
 synchronization, memory fences, instruction-cache misses, divergent constant-memory indexing,
-occupancy capped by block size), on synthetic profiles: a clean kernel of the diagnosis corpus
-(benchmarks/diagnosis/reports/planted.ncu-rep.xz, H100) with the counters one such defect moves set
-to what it would make them, diffed against the clean kernel. Each rule must name its cause first
-there, explain no more than the gap, and stay quiet on every kernel and pair of the recorded
-corpus, where none of these defects is planted."""
+occupancy capped by block size, work split unevenly over the SMs or over a block's warps), on
+synthetic profiles: a clean kernel of the diagnosis corpus (benchmarks/diagnosis/reports/
+planted.ncu-rep.xz, H100) with the counters one such defect moves set to what it would make them,
+diffed against the clean kernel. Each rule must name its cause first there, explain no more than
+the gap, and stay quiet on every kernel and pair of the recorded corpus, where none of these
+defects is planted."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ NEW_RULES = {
     "instruction-cache-misses": "instruction-cache-misses",
     "constant-cache-serialization": "constant-cache-serialization",
     "block-size-occupancy": "occupancy-block-size",
+    "load-imbalance-sms": "load-imbalance",
+    "load-imbalance-warps": "load-imbalance",
 }
 DURATION = "gpu__time_duration.sum"
 INSTRUCTIONS = "smsp__inst_executed.sum"
@@ -126,6 +129,36 @@ def _block_size(k):
                        stalls={"long_scoreboard": 48.0})
 
 
+def _uneven_over_sms(base: KernelProfile, slower: float) -> dict[str, float]:
+    """Counters of `base` with the same work split so that the busiest SM runs `slower` times as
+    long as the launch did: elapsed cycles grow with it, the average SM's active cycles do not."""
+    elapsed = float(base.value("sm__cycles_elapsed.avg")) * slower
+    return {"sm__cycles_elapsed.avg": elapsed, "sm__cycles_active.max": 0.98 * elapsed,
+            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed":
+                float(base.value("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")) / slower,
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed":
+                float(base.value("sm__throughput.avg.pct_of_peak_sustained_elapsed")) / slower}
+
+
+def _imbalance_sms(k):
+    # dram_traffic_fast (one full wave of 1056 blocks streaming memory) with its rows split into
+    # contiguous ranges whose cost grows along the block index: the SMs holding the last blocks run
+    # twice as long as the average one; same bytes, same instructions.
+    base = k["dram_traffic_fast"]
+    return base, plant(base, slower=1.9, metrics=_uneven_over_sms(base, 1.9))
+
+
+def _imbalance_warps(k):
+    # occupancy_registers_fast (62 waves, one load in flight per warp) with one warp per row of
+    # skewed length: a block's first warps finish and wait for its last, achieved occupancy 28%
+    # of 100% theoretical, warps more exposed to the loads' latency.
+    base = k["occupancy_registers_fast"]
+    return base, plant(base, slower=1.8,
+                       metrics={"sm__warps_active.avg.pct_of_peak_sustained_active": 28.0,
+                                "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 40.0},
+                       stalls={"long_scoreboard": 40.0})
+
+
 SCENARIOS = {
     "fp64-arithmetic": _fp64,
     "excess-synchronization": _excess_sync,
@@ -133,6 +166,8 @@ SCENARIOS = {
     "instruction-cache-misses": _icache,
     "constant-cache-serialization": _constant_cache,
     "block-size-occupancy": _block_size,
+    "load-imbalance-sms": _imbalance_sms,
+    "load-imbalance-warps": _imbalance_warps,
 }
 
 
@@ -181,3 +216,22 @@ def test_a_saturated_constant_cache_is_named_where_its_requests_do_not_show_the_
     assert top.impact == pytest.approx(0.96 * (1 - 30 / 96))
     slow.metrics["idc__request_cycles_active.avg.pct_of_peak_sustained_elapsed"] = Metric(45.0)
     assert "constant-cache-serialization" not in {f.rule_id for f in diagnose(slow, clean).findings}
+
+
+def test_one_block_per_sm_with_uneven_work_is_an_uneven_split_not_a_small_grid(corpus):
+    """One 256-thread block per SM (an eighth of a wave) whose cost grows along the block index:
+    half the SM time idles, all of it beyond what the block count explains. small-grid names only
+    the idle time an even split would leave (none here), so the uneven split comes first; the same
+    grid with even work still reads as a small grid where its SMs idle (launch ramp and drain)."""
+    base = corpus["dram_traffic_fast"]
+    one_per_sm = {"launch__grid_size": 132.0, "launch__waves_per_multiprocessor": 0.125}
+    even = plant(base, slower=1.0, metrics=one_per_sm)
+    uneven = plant(base, slower=1.9, metrics={**one_per_sm, **_uneven_over_sms(base, 1.9)})
+    d = diagnose(uneven, even)
+    assert (d.findings[0].rule_id, d.findings[0].cause) == ("load-imbalance-sms", "load-imbalance")
+    assert d.findings[0].explains >= 0.9          # the whole gap: same work, only its split differs
+    assert "small-grid" not in {f.rule_id for f in evaluate_all(uneven).findings}
+    idle_even = plant(base, slower=1.0, metrics={**one_per_sm, "sm__cycles_active.avg": 0.8 * float(
+        base.value("sm__cycles_elapsed.avg")), "sm__cycles_active.max": 0.82 * float(base.value("sm__cycles_elapsed.avg"))})
+    fired = {f.rule_id for f in evaluate_all(idle_even).findings}
+    assert "small-grid" in fired and "load-imbalance-sms" not in fired

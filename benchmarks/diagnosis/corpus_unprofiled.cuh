@@ -3,7 +3,8 @@
 // labels.toml does not score them (benchmarks/diagnosis/README.md). One cause each, as in
 // corpus.cu: the slow kernel differs from its fast twin only by the defect.
 // tests/test_diagnosis_corpus_sass.py compiles them for sm_90a and checks each slow kernel's SASS
-// holds the defect's instructions (DFMA and F2F, extra BAR, MEMBAR, code size, LDC).
+// holds the defect's instructions (DFMA and F2F, extra BAR, MEMBAR, code size, LDC), or for the two
+// load-imbalance pairs that they differ only in index math (which rows a block or warp takes).
 #pragma once
 #include "harness.cuh"
 
@@ -134,6 +135,56 @@ extern "C" __global__ void constant_cache_slow(const float* __restrict__ table, 
 extern "C" __global__ void block_size_fast(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
 extern "C" __global__ void block_size_slow(const float* __restrict__ in, float* __restrict__ out) { stream_element(in, out); }
 
+// ---------------------------------------------------------------- load-imbalance (over the SMs)
+// Row sums of a packed lower triangle (row r holds r + 1 floats), one block per SM, a warp per row
+// (lanes stride along the row, then a shuffle reduction). The slow kernel gives block b a
+// contiguous range of rows, so the cost of a block grows with b and the SMs holding the last
+// ones run about twice as long as the average; the fast one deals rows out cyclically (block b
+// takes b, b + grid, ...), the same cost per block. Same rows, same per-row code and order.
+constexpr int kWarpsPerBlock = kThreads / 32;
+__device__ __forceinline__ void warp_row_sum(const float* __restrict__ row, int length, float* __restrict__ out) {
+    int lane = threadIdx.x % 32;
+    float s = 0.f;
+    for (int c = lane; c < length; c += 32) s += row[c];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) *out = s;
+}
+__device__ __forceinline__ void triangle_row(const float* __restrict__ packed, float* __restrict__ out, int r) {
+    warp_row_sum(packed + (size_t)r * (r + 1) / 2, r + 1, out + r);
+}
+extern "C" __global__ void imbalance_sms_slow(const float* __restrict__ packed, float* __restrict__ out, int rows) {
+    int per_block = (rows + gridDim.x - 1) / gridDim.x, warp = threadIdx.x / 32;
+    int first = blockIdx.x * per_block, last = min(rows, first + per_block);
+    for (int r = first + warp; r < last; r += kWarpsPerBlock) triangle_row(packed, out, r);
+}
+extern "C" __global__ void imbalance_sms_fast(const float* __restrict__ packed, float* __restrict__ out, int rows) {
+    int warp = threadIdx.x / 32;
+    for (int r = blockIdx.x + gridDim.x * warp; r < rows; r += gridDim.x * kWarpsPerBlock) triangle_row(packed, out, r);
+}
+
+// ---------------------------------------------------------------- load-imbalance (over a block's warps)
+// Segments in groups of 8: seven of kShortRow floats, then one of kLongRow. Each block sums 64
+// segments, each warp 8 of them. The slow kernel gives warp w the segments w, w + 8, ... of its
+// block's 64, so warp 7 gets every long one (8 x kLongRow floats against 8 x kShortRow): the
+// block holds its 8 warp slots until warp 7 ends, its other warps long finished. The fast one gives
+// warp w the segments 8w .. 8w + 7, one long each: equal work per warp. Same segments, same code.
+constexpr int kShortRow = 128, kLongRow = 1024, kGroupFloats = 7 * kShortRow + kLongRow;
+__device__ __forceinline__ void skewed_segment(const float* __restrict__ data, float* __restrict__ out, int s) {
+    size_t offset = (size_t)(s / 8) * kGroupFloats + (size_t)(s % 8) * kShortRow;
+    warp_row_sum(data + offset, s % 8 == 7 ? kLongRow : kShortRow, out + s);
+}
+extern "C" __global__ void imbalance_warps_slow(const float* __restrict__ data, float* __restrict__ out) {
+    int warp = threadIdx.x / 32, first = blockIdx.x * 64;
+#pragma unroll 1
+    for (int j = 0; j < 8; ++j) skewed_segment(data, out, first + warp + 8 * j);
+}
+extern "C" __global__ void imbalance_warps_fast(const float* __restrict__ data, float* __restrict__ out) {
+    int warp = threadIdx.x / 32, first = blockIdx.x * 64;
+#pragma unroll 1
+    for (int j = 0; j < 8; ++j) skewed_segment(data, out, first + 8 * warp + j);
+}
+
 static void add_unprofiled_pairs(std::vector<Pair>& pairs) {
     auto none = [] {};
     {   // fp64
@@ -188,5 +239,23 @@ static void add_unprofiled_pairs(std::vector<Pair>& pairs) {
             [=] { block_size_slow<<<n / 32, 32>>>(in, a); },
             [=] { block_size_fast<<<n / kThreads, kThreads>>>(in, b); },
             [=](std::string& w) { return compare_floats(a, b, n, 0, w); }});
+    }
+    {   // load-imbalance over the SMs
+        int rows = 8192;
+        size_t n = (size_t)rows * (rows + 1) / 2;
+        float *in = random_floats(n, 28, -1, 1), *a = dev<float>(rows), *b = dev<float>(rows);
+        pairs.push_back({"imbalance_sms", none,
+            [=] { imbalance_sms_slow<<<g_sms, kThreads>>>(in, a, rows); },
+            [=] { imbalance_sms_fast<<<g_sms, kThreads>>>(in, b, rows); },
+            [=](std::string& w) { return compare_floats(a, b, rows, 0, w); }});
+    }
+    {   // load-imbalance over a block's warps
+        int segments = 262144;      // 4096 blocks: about 4 waves at 8 blocks per SM
+        size_t n = (size_t)(segments / 8) * kGroupFloats;
+        float *in = random_floats(n, 29, -1, 1), *a = dev<float>(segments), *b = dev<float>(segments);
+        pairs.push_back({"imbalance_warps", none,
+            [=] { imbalance_warps_slow<<<segments / 64, kThreads>>>(in, a); },
+            [=] { imbalance_warps_fast<<<segments / 64, kThreads>>>(in, b); },
+            [=](std::string& w) { return compare_floats(a, b, segments, 0, w); }});
     }
 }

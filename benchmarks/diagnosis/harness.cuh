@@ -106,16 +106,25 @@ inline double median_us(const Pair& p, const std::function<void()>& launch) {
     return ms[ms.size() / 2] * 1000.0;
 }
 
+// corpus [--profile] [PAIR ...]: every pair, or only the named ones.
 inline int run_corpus(int argc, char** argv, std::vector<Pair> (*build_pairs)()) {
     bool profile = argc > 1 && !strcmp(argv[1], "--profile");
+    std::vector<std::string> only(argv + 1 + profile, argv + argc);
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     g_sms = prop.multiProcessorCount;
     std::vector<Pair> pairs = build_pairs();
+    for (const std::string& name : only) {
+        if (std::none_of(pairs.begin(), pairs.end(), [&](const Pair& p) { return p.name == name; })) {
+            fprintf(stderr, "no pair named %s\n", name.c_str());
+            return 2;
+        }
+    }
     CHECK(cudaDeviceSynchronize());
     int failed = 0;
     printf("%s, %d SMs\n", prop.name, g_sms);
     for (const Pair& p : pairs) {
+        if (!only.empty() && std::find(only.begin(), only.end(), p.name) == only.end()) continue;
         p.prepare();
         if (profile) CHECK(cudaProfilerStart());
         p.slow();

@@ -3,8 +3,9 @@
 # profiles one launch of each kernel under Nsight Compute's full set and writes xz -9 reports.
 #   bash benchmarks/diagnosis/profile_corpus.sh OUT_DIR
 #   PARTS=planted bash benchmarks/diagnosis/profile_corpus.sh OUT_DIR    (planted pairs only)
+#   PARTS=planted PAIRS="fp64 icache" REPORT=unprofiled bash ...          (those planted pairs, into unprofiled.ncu-rep.xz)
 # On the GPU machine, with quack and flash_attn.cute importable (the GPU kit). Writes
-# OUT_DIR/{gpu.txt,timing.txt,ncu.log,planted.ncu-rep.xz,peers.ncu-rep.xz}.
+# OUT_DIR/{gpu.txt,timing.txt,ncu.log,planted.ncu-rep.xz,peers.ncu-rep.xz} (REPORT names the first).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT_DIR=${1:?usage: profile_corpus.sh OUT_DIR}
@@ -15,20 +16,22 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv,
 nvcc -O3 -arch=sm_90a -lineinfo -o "$BUILD/corpus" "$HERE/corpus.cu" || { echo "build failed"; exit 1; }
 
 PARTS=${PARTS:-planted peers}
+REPORT=${REPORT:-planted}
+read -r -a ONLY <<< "${PAIRS:-}"
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 status=0
 {
-    if has planted; then "$BUILD/corpus" || status=1; fi
+    if has planted; then "$BUILD/corpus" "${ONLY[@]}" || status=1; fi
     if has peers; then python3 "$HERE/peers.py" || status=1; fi
 } > "$OUT_DIR/timing.txt" 2>&1
 
 # One launch per kernel: the programs open the profiler only around the launches to record.
 NCU_FLAGS=(--set full --import-source no --clock-control none --profile-from-start off --nvtx)
 {
-    if has planted; then timeout 300 "$NCU" "${NCU_FLAGS[@]}" -o "$OUT_DIR/planted" -f "$BUILD/corpus" --profile || status=1; fi
+    if has planted; then timeout 300 "$NCU" "${NCU_FLAGS[@]}" -o "$OUT_DIR/$REPORT" -f "$BUILD/corpus" --profile "${ONLY[@]}" || status=1; fi
     if has peers; then timeout 240 "$NCU" "${NCU_FLAGS[@]}" -o "$OUT_DIR/peers" -f python3 "$HERE/peers.py" --profile || status=1; fi
 } > "$OUT_DIR/ncu.log" 2>&1
-for rep in planted peers; do
+for rep in "$REPORT" peers; do
     [ -f "$OUT_DIR/$rep.ncu-rep" ] && xz -9 -f "$OUT_DIR/$rep.ncu-rep"
 done
 cat "$OUT_DIR/gpu.txt" "$OUT_DIR/timing.txt"

@@ -74,12 +74,15 @@ def interleaved_passes(launchers, passes: int, rep_ms: float):
 
 
 def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms: float = 25.0,
-                rounds: int | None = None, flush_l2: bool = True) -> dict:
+                rounds: int | None = None, flush_l2: bool = True, head_start_ms: float = 20.0) -> dict:
     """Time the launchers in turn, one launch of each per round, every launch between its own
     pair of CUDA events with the L2 flushed before it, so that a change of clock or temperature
     during the run hits all sides alike and a per-round ratio compares launches made moments
     apart. Round r starts at launcher r mod n (the order rotates, so no side always follows the
     same one). The rounds are split into `passes` passes (medians per pass show the drift).
+    Each pass starts behind a GPU spin of `head_start_ms`, during which the host queues rounds
+    ahead, so that a host hiccup (Python, a short kernel's launch cost) does not leave the GPU idle
+    inside a sample; samples that still caught the GPU waiting are counted in `host_waited`.
 
     rounds: per pass; by default enough for each launcher to run about `rep_ms` per pass.
     Returns {"samples_ms": [per launcher, one time per round], "pass_of_round": [...],
@@ -128,12 +131,15 @@ def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms:
     for r in range(warmup_rounds):
         launch_round(r)
 
+    spin_cycles = _spin_cycles_for(torch, device, head_start_ms)
     samples = [[] for _ in range(n)]
     pass_of_round = []
     for p in range(passes):
         events = [([torch.cuda.Event(enable_timing=True) for _ in range(n)],
                    [torch.cuda.Event(enable_timing=True) for _ in range(n)]) for _ in range(per_pass)]
         torch.cuda.synchronize(device)
+        if spin_cycles:
+            torch.cuda._sleep(spin_cycles)
         for r, (starts, ends) in enumerate(events):
             launch_round(p * per_pass + r, starts, ends)
         torch.cuda.synchronize(device)
@@ -143,6 +149,21 @@ def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms:
             pass_of_round.append(p)
     return {"samples_ms": samples, "pass_of_round": pass_of_round, "rounds_per_pass": per_pass,
             "warmup_rounds": warmup_rounds, "host_waited": waited}
+
+
+def _spin_cycles_for(torch, device, ms: float) -> int:
+    """Cycles of torch.cuda._sleep that keep the GPU busy about `ms` (measured, not from the clock
+    rate: the spin's cycle counter runs at the SM clock of the moment)."""
+    if ms <= 0:
+        return 0
+    probe = 1_000_000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize(device)
+    start.record()
+    torch.cuda._sleep(probe)
+    end.record()
+    torch.cuda.synchronize(device)
+    return int(probe * ms / max(start.elapsed_time(end), 1e-3))
 
 
 def paired_ratios(numerators, denominators) -> list[float]:

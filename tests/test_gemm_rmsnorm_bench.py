@@ -194,3 +194,14 @@ def test_round_robin_times_every_side_every_round():
     timed_calls = calls[-80:]
     assert sorted(timed_calls) == [0] * 40 + [1] * 40
     assert timed_calls[:4] == [0, 1, 1, 0]
+
+
+@pytest.mark.gpu
+def test_round_robin_head_start_keeps_the_gpu_from_waiting_for_short_launches():
+    """Launches of a few microseconds, each behind its L2 flush: queued behind the pass's head start,
+    the GPU should almost never have passed a sample's start event before its launch was issued."""
+    import torch
+    x = torch.randn(256, device="cuda")
+    timed = common.round_robin([lambda: x.mul_(1.0), lambda: x.add_(0.0)], passes=2, rounds=200)
+    assert max(timed["host_waited"]) <= 0.05 * 400, timed["host_waited"]
+    assert common._spin_cycles_for(torch, torch.device("cuda"), 0) == 0

@@ -1,7 +1,8 @@
 """The diagnosis corpus compiles for sm_90a, and each planted pair of corpus_unprofiled.cuh carries
 its defect in the SASS and nothing else: the slow kernel holds the defect's instructions (DFMA and
 F2F, extra BAR, MEMBAR, 256 KB of code, per-lane LDC), the fast twin does not; the two load-imbalance
-pairs differ only in which rows a block or warp takes. No GPU: nvcc and
+pairs differ only in which rows a block or warp takes, and only the slow shared-atomics kernel adds
+per lane. No GPU: nvcc and
 cuobjdump only (those pairs have no report yet: benchmarks/diagnosis/README.md)."""
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def test_every_planted_pair_compiles_both_kernels(sass):
     source = (CORPUS / "corpus.cu").read_text() + (CORPUS / "corpus_unprofiled.cuh").read_text()
     pairs = set(re.findall(r'pairs\.push_back\(\{"(\w+)"', source))
     assert {"fp64", "excess_sync", "memory_fences", "icache", "constant_cache", "block_size",
-            "imbalance_sms", "imbalance_warps"} <= pairs
+            "imbalance_sms", "imbalance_warps", "shared_atomics"} <= pairs
     for pair in pairs:
         assert f"{pair}_slow" in sass and f"{pair}_fast" in sass, pair
 
@@ -106,3 +107,11 @@ def test_imbalance_pairs_differ_only_in_which_rows_a_block_or_warp_takes(sass, p
     # The only floating-point unit work besides the sums: the slow SM split's one division per block
     # (rows / blocks, at run time), which the cyclic split does not need.
     assert b["MUFU"] == 0 and a["MUFU"] <= 1
+
+
+def test_shared_atomics_pair_adds_per_lane_only_in_the_slow_kernel(sass):
+    slow, fast = sass["shared_atomics_slow"], sass["shared_atomics_fast"]
+    assert any(op.startswith("ATOMS.ADD") for op in slow)
+    # Weights, not increments: an add of 1 compiles to ATOMS.POPC.INC, which merges colliding lanes itself.
+    assert not any("POPC" in op for op in slow) and not any(op.startswith("REDUX") for op in slow)
+    assert sum(op.startswith("REDUX.SUM") for op in fast) >= 4 and any(op.startswith("ATOMS.ADD") for op in fast)

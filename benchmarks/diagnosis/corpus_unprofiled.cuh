@@ -4,7 +4,8 @@
 // corpus.cu: the slow kernel differs from its fast twin only by the defect.
 // tests/test_diagnosis_corpus_sass.py compiles them for sm_90a and checks each slow kernel's SASS
 // holds the defect's instructions (DFMA and F2F, extra BAR, MEMBAR, code size, LDC), or for the two
-// load-imbalance pairs that they differ only in index math (which rows a block or warp takes).
+// load-imbalance pairs that they differ only in index math (which rows a block or warp takes), for
+// the shared-atomics pair that only its slow kernel adds per lane (ATOMS.ADD without REDUX).
 #pragma once
 #include "harness.cuh"
 
@@ -185,6 +186,46 @@ extern "C" __global__ void imbalance_warps_fast(const float* __restrict__ data, 
     for (int j = 0; j < 8; ++j) skewed_segment(data, out, first + 8 * warp + j);
 }
 
+// ---------------------------------------------------------------- atomic contention in shared memory
+// A per-block weighted histogram in shared memory: each float's pattern gives a bin (its low two
+// bits: 4 hot bins, so the 32 lanes of a warp land on 4 words) and a weight (1 to 8), flushed to
+// global memory once per block. The slow kernel issues one shared atomic add per element, so each
+// ATOMS.ADD is replayed for the lanes that collide. (An add of the constant 1 would compile to
+// ATOMS.POPC.INC, which merges the colliding lanes itself: hence the weights.) The fast one sums
+// each hot bin's weights over the warp first (__reduce_add_sync) and lets one lane add the four
+// sums. Same totals (integers, exact).
+constexpr int kHistBins = 32, kHotBins = 4;
+__device__ __forceinline__ unsigned hot_bin(float x) { return __float_as_uint(x) % kHotBins; }
+__device__ __forceinline__ unsigned bin_weight(float x) { return 1u + (__float_as_uint(x) >> 2) % 8u; }
+template <bool kSumOverWarp>
+__device__ __forceinline__ void shared_histogram(const float* __restrict__ in, unsigned* hist, size_t n) {
+    __shared__ unsigned bins[kHistBins];
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) bins[b] = 0;
+    __syncthreads();
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float x = in[i];
+        unsigned bin = hot_bin(x), weight = bin_weight(x);
+        if (kSumOverWarp) {
+#pragma unroll
+            for (unsigned b = 0; b < kHotBins; ++b) {
+                unsigned sum = __reduce_add_sync(0xffffffffu, bin == b ? weight : 0u);
+                if (threadIdx.x % 32 == 0) atomicAdd(&bins[b], sum);
+            }
+        } else {
+            atomicAdd(&bins[bin], weight);
+        }
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
+        if (bins[b]) atomicAdd(&hist[b], bins[b]);
+}
+extern "C" __global__ void shared_atomics_slow(const float* __restrict__ in, unsigned* hist, size_t n) {
+    shared_histogram<false>(in, hist, n);
+}
+extern "C" __global__ void shared_atomics_fast(const float* __restrict__ in, unsigned* hist, size_t n) {
+    shared_histogram<true>(in, hist, n);
+}
+
 static void add_unprofiled_pairs(std::vector<Pair>& pairs) {
     auto none = [] {};
     {   // fp64
@@ -257,5 +298,17 @@ static void add_unprofiled_pairs(std::vector<Pair>& pairs) {
             [=] { imbalance_warps_slow<<<segments / 64, kThreads>>>(in, a); },
             [=] { imbalance_warps_fast<<<segments / 64, kThreads>>>(in, b); },
             [=](std::string& w) { return compare_floats(a, b, segments, 0, w); }});
+    }
+    {   // atomic contention in shared memory
+        int blocks = g_sms * 8;
+        size_t n = (size_t)blocks * kThreads * 128;   // a multiple of the grid's threads: every lane
+                                                       // of every warp takes part in __reduce_add_sync
+        float* in = random_floats(n, 30, -1, 1);
+        unsigned *a = dev<unsigned>(kHistBins), *b = dev<unsigned>(kHistBins);
+        pairs.push_back({"shared_atomics",
+            [=] { CHECK(cudaMemset(a, 0, kHistBins * 4)); CHECK(cudaMemset(b, 0, kHistBins * 4)); },
+            [=] { shared_atomics_slow<<<blocks, kThreads>>>(in, a, n); },
+            [=] { shared_atomics_fast<<<blocks, kThreads>>>(in, b, n); },
+            [=](std::string& w) { return compare_bytes(a, b, kHistBins * 4, w); }});
     }
 }

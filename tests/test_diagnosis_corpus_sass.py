@@ -2,7 +2,7 @@
 its defect in the SASS and nothing else: the slow kernel holds the defect's instructions (DFMA and
 F2F, extra BAR, MEMBAR, 256 KB of code, per-lane LDC), the fast twin does not; the two load-imbalance
 pairs differ only in which rows a block or warp takes, and only the slow shared-atomics kernel adds
-per lane. No GPU: nvcc and
+per lane, and only the fast data-reuse kernel stages tiles in shared memory. No GPU: nvcc and
 cuobjdump only (those pairs have no report yet: benchmarks/diagnosis/README.md)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_every_planted_pair_compiles_both_kernels(sass):
     source = (CORPUS / "corpus.cu").read_text() + (CORPUS / "corpus_unprofiled.cuh").read_text()
     pairs = set(re.findall(r'pairs\.push_back\(\{"(\w+)"', source))
     assert {"fp64", "excess_sync", "memory_fences", "icache", "constant_cache", "block_size",
-            "imbalance_sms", "imbalance_warps", "shared_atomics"} <= pairs
+            "imbalance_sms", "imbalance_warps", "shared_atomics", "data_reuse"} <= pairs
     for pair in pairs:
         assert f"{pair}_slow" in sass and f"{pair}_fast" in sass, pair
 
@@ -115,3 +115,9 @@ def test_shared_atomics_pair_adds_per_lane_only_in_the_slow_kernel(sass):
     # Weights, not increments: an add of 1 compiles to ATOMS.POPC.INC, which merges colliding lanes itself.
     assert not any("POPC" in op for op in slow) and not any(op.startswith("REDUX") for op in slow)
     assert sum(op.startswith("REDUX.SUM") for op in fast) >= 4 and any(op.startswith("ATOMS.ADD") for op in fast)
+
+
+def test_data_reuse_pair_stages_tiles_in_shared_memory_only_in_the_fast_kernel(sass):
+    slow, fast = _bases(sass["data_reuse_slow"]), _bases(sass["data_reuse_fast"])
+    assert slow["LDS"] == slow["STS"] == slow["BAR"] == 0 and slow["LDG"] >= 2 * slow["FFMA"] > 0
+    assert fast["LDS"] > 0 and fast["STS"] == 2 and fast["BAR"] == 2 and fast["LDG"] == 2 and fast["FFMA"] == 32

@@ -116,6 +116,8 @@ CASES = [
     ("load-imbalance-warps", "scale_good", None, None, False),
     ("shared-atomic-contention", "bank_conflict", None, None, False),  # shared loads and stores, no atomics
     ("shared-atomic-contention", "gemm_wg1", None, None, False),
+    ("global-reloads-vs-reference", "add", "cublas_gemm", None, False),
+    ("global-reloads-vs-reference", "branchy", "scale_good", None, False),
     ("unfused-fp32", "register_heavy", None, None, True),
     ("unfused-fp32", "tail_wave", None, None, False),
     ("exposed-latency", "scale_good", None, None, True),
@@ -182,7 +184,8 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     corpus_fires = {"atomic-contention", "special-math", "shared-memory-occupancy"}
     # Planted in no report yet: fired on synthetic profiles in test_rules_planted_causes.
     synthetic_fires = {"fp64-arithmetic", "excess-synchronization", "memory-fences", "instruction-cache-misses",
-                       "constant-cache-serialization", "load-imbalance-sms", "load-imbalance-warps", "shared-atomic-contention"}
+                       "constant-cache-serialization", "load-imbalance-sms", "load-imbalance-warps", "shared-atomic-contention",
+                       "global-reloads-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue

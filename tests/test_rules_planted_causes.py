@@ -1,7 +1,7 @@
 """The rules of causes no report of the project holds yet (FP64 arithmetic, excess
 synchronization, memory fences, instruction-cache misses, divergent constant-memory indexing,
 occupancy capped by block size, work split unevenly over the SMs or over a block's warps,
-shared-memory atomics replayed on conflicting lanes), on
+shared-memory atomics replayed on conflicting lanes, global data re-loaded instead of reused), on
 synthetic profiles: a clean kernel of the diagnosis corpus (benchmarks/diagnosis/reports/
 planted.ncu-rep.xz, H100) with the counters one such defect moves set to what it would make them,
 diffed against the clean kernel. Each rule must name its cause first there, explain no more than
@@ -33,6 +33,7 @@ NEW_RULES = {
     "load-imbalance-sms": "load-imbalance",
     "load-imbalance-warps": "load-imbalance",
     "shared-atomic-contention": "atomic-contention",
+    "global-reloads-vs-reference": "no-data-reuse",
 }
 DURATION = "gpu__time_duration.sum"
 INSTRUCTIONS = "smsp__inst_executed.sum"
@@ -180,6 +181,22 @@ def _shared_atomics(k):
                        stalls={"mio_throttle": 60.0, "short_scoreboard": 20.0})
 
 
+def _global_reloads(k):
+    # unfused_fp32_fast (FMA-bound on data it loads once) written without tiling: each thread loads
+    # its operands again for every use, 16x the global load sectors, 94% of them L1 hits; L1 busy,
+    # warps throttled and waiting on the loads, the FMA pipe a third as busy; same DRAM bytes.
+    base = k["unfused_fp32_fast"]
+    sectors = float(base.value("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"))
+    loads = float(base.value("smsp__sass_inst_executed_op_global_ld.sum"))
+    return base, plant(base, slower=3.0, extra_instructions=15 * loads, mix={"LDG": 16 * loads},
+                       metrics={"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 16 * sectors,
+                                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum": 0.94 * 16 * sectors,
+                                "smsp__sass_inst_executed_op_global_ld.sum": 16 * loads,
+                                "l1tex__throughput.avg.pct_of_peak_sustained_elapsed": 90.0,
+                                "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed": 25.0},
+                       stalls={"lg_throttle": 20.0, "long_scoreboard": 30.0})
+
+
 SCENARIOS = {
     "fp64-arithmetic": _fp64,
     "excess-synchronization": _excess_sync,
@@ -190,6 +207,7 @@ SCENARIOS = {
     "load-imbalance-sms": _imbalance_sms,
     "load-imbalance-warps": _imbalance_warps,
     "shared-atomic-contention": _shared_atomics,
+    "global-reloads-vs-reference": _global_reloads,
 }
 
 

@@ -5,7 +5,8 @@
 // tests/test_diagnosis_corpus_sass.py compiles them for sm_90a and checks each slow kernel's SASS
 // holds the defect's instructions (DFMA and F2F, extra BAR, MEMBAR, code size, LDC), or for the two
 // load-imbalance pairs that they differ only in index math (which rows a block or warp takes), for
-// the shared-atomics pair that only its slow kernel adds per lane (ATOMS.ADD without REDUX).
+// the shared-atomics pair that only its slow kernel adds per lane (ATOMS.ADD without REDUX), for
+// the data-reuse pair that only its fast kernel stages tiles in shared memory.
 #pragma once
 #include "harness.cuh"
 
@@ -226,6 +227,34 @@ extern "C" __global__ void shared_atomics_fast(const float* __restrict__ in, uns
     shared_histogram<true>(in, hist, n);
 }
 
+// ---------------------------------------------------------------- no data reuse
+// C = A B for fp32 2048 x 2048 matrices, one output per thread, 32 x 32 threads per block. The slow
+// kernel loads its row of A and column of B from global memory for every product (the whole block
+// re-reads the same 32 rows and columns, mostly from L1); the fast one stages 32 x 32 tiles of A
+// and B in shared memory once per block and step. Both sum k in ascending order with one fmaf per
+// product: bitwise-equal outputs.
+constexpr int kMatTile = 32;
+extern "C" __global__ void data_reuse_slow(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int n) {
+    int i = blockIdx.y * kMatTile + threadIdx.y, j = blockIdx.x * kMatTile + threadIdx.x;
+    float acc = 0.f;
+    for (int k = 0; k < n; ++k) acc = fmaf(a[(size_t)i * n + k], b[(size_t)k * n + j], acc);
+    c[(size_t)i * n + j] = acc;
+}
+extern "C" __global__ void data_reuse_fast(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int n) {
+    __shared__ float a_tile[kMatTile][kMatTile], b_tile[kMatTile][kMatTile];
+    int i = blockIdx.y * kMatTile + threadIdx.y, j = blockIdx.x * kMatTile + threadIdx.x;
+    float acc = 0.f;
+    for (int k0 = 0; k0 < n; k0 += kMatTile) {
+        a_tile[threadIdx.y][threadIdx.x] = a[(size_t)i * n + k0 + threadIdx.x];
+        b_tile[threadIdx.y][threadIdx.x] = b[(size_t)(k0 + threadIdx.y) * n + j];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kMatTile; ++k) acc = fmaf(a_tile[threadIdx.y][k], b_tile[k][threadIdx.x], acc);
+        __syncthreads();
+    }
+    c[(size_t)i * n + j] = acc;
+}
+
 static void add_unprofiled_pairs(std::vector<Pair>& pairs) {
     auto none = [] {};
     {   // fp64
@@ -310,5 +339,16 @@ static void add_unprofiled_pairs(std::vector<Pair>& pairs) {
             [=] { shared_atomics_slow<<<blocks, kThreads>>>(in, a, n); },
             [=] { shared_atomics_fast<<<blocks, kThreads>>>(in, b, n); },
             [=](std::string& w) { return compare_bytes(a, b, kHistBins * 4, w); }});
+    }
+    {   // no data reuse
+        int n = 2048;
+        size_t nn = (size_t)n * n;
+        float *a_in = random_floats(nn, 31, -1, 1), *b_in = random_floats(nn, 32, -1, 1);
+        float *a = dev<float>(nn), *b = dev<float>(nn);
+        dim3 grid(n / kMatTile, n / kMatTile), block(kMatTile, kMatTile);
+        pairs.push_back({"data_reuse", none,
+            [=] { data_reuse_slow<<<grid, block>>>(a_in, b_in, a, n); },
+            [=] { data_reuse_fast<<<grid, block>>>(a_in, b_in, b, n); },
+            [=](std::string& w) { return compare_floats(a, b, nn, 0, w); }});
     }
 }

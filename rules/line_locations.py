@@ -35,6 +35,8 @@ MEMORY_CLASSES = {
     "uncoalesced-global-access": ("global",),
     "narrow-global-access": ("global",),
     "atomic-contention": ("global",),
+    "shared-atomic-contention": ("shared",),
+    "global-reloads-vs-reference": ("global",),
     "dram-traffic-vs-reference": ("global", "tma"),
 }
 _CLASS_WORDS = {"shared": "shared-memory", "global": "global-memory", "tma": "TMA", "local": "local-memory"}

@@ -304,6 +304,19 @@ def test_memory_findings_are_located_by_instruction_kind_or_not_at_all(fixture_f
     assert line_locations.attach_locations([finding], lp)[0].locations == []
 
 
+def test_every_located_memory_finding_is_a_builtin_rule_with_a_known_instruction_kind():
+    from kernelscope.rules import line_locations
+    from kernelscope.rules.loader import load_rules
+
+    rules = load_rules().rules
+    for rule_id, classes in line_locations.MEMORY_CLASSES.items():
+        assert rule_id in rules, rule_id
+        assert set(classes) <= set(line_locations._CLASS_WORDS), (rule_id, classes)
+    # Atomics are located on their own kind: shared ones on shared-memory instructions, global on global.
+    assert line_locations.MEMORY_CLASSES["shared-atomic-contention"] == ("shared",)
+    assert line_locations.MEMORY_CLASSES["atomic-contention"] == ("global",)
+
+
 def test_sarif_file_that_exists_is_kept_without_force(fixture_file, tmp_path):
     sarif = tmp_path / "f.sarif"
     sarif.write_text("keep me")

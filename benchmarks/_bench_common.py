@@ -81,8 +81,9 @@ def round_robin(launchers, *, passes: int = 2, rep_ms: float = 100.0, warmup_ms:
     apart. Round r starts at launcher r mod n (the order rotates, so no side always follows the
     same one). The rounds are split into `passes` passes (medians per pass show the drift).
     Each pass starts behind a GPU spin of `head_start_ms`, during which the host queues rounds
-    ahead, so that a host hiccup (Python, a short kernel's launch cost) does not leave the GPU idle
-    inside a sample; samples that still caught the GPU waiting are counted in `host_waited`.
+    ahead, meant to keep a host hiccup (Python, a short kernel's launch cost) from leaving the GPU
+    idle inside a sample (checked by the GPU test test_round_robin_head_start_keeps_the_gpu_from_
+    waiting_for_short_launches); samples that still caught the GPU waiting are counted in `host_waited`.
 
     rounds: per pass; by default enough for each launcher to run about `rep_ms` per pass.
     Returns {"samples_ms": [per launcher, one time per round], "pass_of_round": [...],

@@ -141,7 +141,7 @@ extern "C" __global__ void block_size_slow(const float* __restrict__ in, float* 
 // Row sums of a packed lower triangle (row r holds r + 1 floats), one block per SM, a warp per row
 // (lanes stride along the row, then a shuffle reduction). The slow kernel gives block b a
 // contiguous range of rows, so the cost of a block grows with b and the SMs holding the last
-// ones run about twice as long as the average; the fast one deals rows out cyclically (block b
+// ones should run about twice as long as the average (not yet measured); the fast one deals rows out cyclically (block b
 // takes b, b + grid, ...), the same cost per block. Same rows, same per-row code and order.
 constexpr int kWarpsPerBlock = kThreads / 32;
 __device__ __forceinline__ void warp_row_sum(const float* __restrict__ row, int length, float* __restrict__ out) {

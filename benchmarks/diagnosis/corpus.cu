@@ -10,7 +10,7 @@
 // Kernel names are extern "C" and unique ("<pair>_slow", "<pair>_fast"), so a report's kernels
 // are selected by name: REPORT:^uncoalesced_slow$.
 #include "harness.cuh"
-#include "corpus_unprofiled.cuh"  // pairs without a report yet (labels.toml does not score them)
+#include "corpus_set2.cuh"  // the second set of pairs (reports/planted-set2.ncu-rep.xz)
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -387,7 +387,7 @@ static std::vector<Pair> build_pairs() {
             [=] { dram_traffic_fast<<<blocks, kThreads>>>(in, b, n4); },
             [=](std::string& w) { return compare_floats((float*)a, (float*)b, threads * 2, 0, w); }});
     }
-    add_unprofiled_pairs(pairs);
+    add_set2_pairs(pairs);
     return pairs;
 }
 

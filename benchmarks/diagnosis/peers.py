@@ -1,8 +1,10 @@
-"""Real peer pairs for the diagnosis corpus: torch vs quack RMSNorm, cuDNN vs flash-attn-4 attention.
+"""Real peer pairs for the diagnosis corpus: torch vs quack RMSNorm, cuDNN vs flash-attn-4 attention,
+and kernelscope's own GEMM with 2x2 against 2x1 clusters.
 
     python3 peers.py            check each pair's outputs against each other, then time them
     python3 peers.py --profile  check, then one launch of each inside torch.cuda.profiler.start/stop
                                 (for ncu --profile-from-start off), each in an NVTX range peer:NAME
+    python3 peers.py --pairs gemm_cluster,rmsnorm   only those pairs (default: rmsnorm,attention)
 
 Exits 1 if a pair's outputs disagree, 3 if a library is missing. Needs a CUDA GPU, quack and
 flash_attn.cute (the GPU kit).
@@ -14,6 +16,7 @@ import torch.nn.functional as F
 
 RMS_ROWS, RMS_COLS, EPS = 16384, 8192, 1e-6
 ATT_B, ATT_H, ATT_S, ATT_D = 4, 16, 4096, 128
+GEMM_MNK = 2048
 
 
 def rmsnorm_pair():
@@ -43,6 +46,31 @@ def attention_pair():
     return ("attention_cudnn", cudnn), ("attention_fa4", fa4)
 
 
+def gemm_cluster_pair():
+    """The persistent TMA+WGMMA GEMM at 2048^3 (128 tiles of 128x256) with 2x2 clusters against its
+    default 2x1: only 30 clusters of 4 fit at once on an H100 (120 CTAs for 128 tiles, so 8 CTAs run a
+    second tile), 66 of 2 do (132 CTAs)."""
+    from kernelscope.kernels import gemm
+
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    a = torch.randn(GEMM_MNK, GEMM_MNK, device="cuda", dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(GEMM_MNK, GEMM_MNK, device="cuda", dtype=torch.bfloat16, generator=gen)
+
+    def bound(cluster):
+        out = torch.empty(GEMM_MNK, GEMM_MNK, device="cuda", dtype=torch.bfloat16)
+        cfg = gemm.GemmConfig.from_mapping({"tile_m": 128, "tile_n": 256, "cluster": cluster})
+        launch = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
+
+        def run():
+            launch()
+            return out
+        return run
+    return ("gemm_cluster_2x2", bound([2, 2])), ("gemm_cluster_2x1", bound([2, 1]))
+
+
+PAIRS = {"rmsnorm": rmsnorm_pair, "attention": attention_pair, "gemm_cluster": gemm_cluster_pair}
+
+
 def median_us(fn, reps=20):
     times = []
     for _ in range(reps + 3):
@@ -56,9 +84,15 @@ def median_us(fn, reps=20):
 
 
 def main():
-    profile = "--profile" in sys.argv[1:]
+    args = sys.argv[1:]
+    profile = "--profile" in args
+    names = args[args.index("--pairs") + 1].split(",") if "--pairs" in args else ["rmsnorm", "attention"]
+    unknown = [n for n in names if n not in PAIRS]
+    if unknown:
+        print(f"peers.py: unknown pair(s) {', '.join(unknown)} (known: {', '.join(PAIRS)})", file=sys.stderr)
+        return 2
     try:
-        pairs = [rmsnorm_pair(), attention_pair()]
+        pairs = [PAIRS[name]() for name in names]
     except ImportError as e:
         print(f"peers.py: {e}", file=sys.stderr)
         return 3

@@ -16,6 +16,7 @@ The impact model, stated once:
   `worse`): where the target is not worse than the reference on it (within MEASURE_WITHIN), the
   cause is no difference between them and explains nothing of the gap.
 - Either estimate is capped at the measured gap and reported as the share of it explained.
+  Where the two take the same time (profiler.compare.SAME_WITHIN), no finding claims a share.
   A finding whose rule also fires on the reference, and that explains less than
   SHARED_WITHIN of the gap, is no difference: it is folded into one "shared by both" note.
 - Findings rank by the share of the gap explained; headroom, then severity, break ties.
@@ -112,7 +113,9 @@ def diagnose(
         return Diagnosis(evaluation.findings, [], evaluation.passed, evaluation.not_evaluated, evaluation.not_applicable)
 
     result = measure_verdict(target, reference, catalog)
-    gap = result.gap_ns if result.gap_ns is not None and result.gap_ns > 0 else None
+    # Two kernels that take the same time have no gap to share out: "explains ~100% of the gap"
+    # of a 30 ns difference would read as the diagnosis of a difference nobody measured.
+    gap = result.gap_ns if result.faster == "b" and result.gap_ns is not None and result.gap_ns > 0 else None
     own = [r for r in rules if r.compares == "target"]
     on_reference = {f.rule_id for f in evaluate_rules(own, reference, None, None, catalog).findings}
     findings, shared = [], []

@@ -1,8 +1,9 @@
-"""The rules of causes no report of the project holds yet (FP64 arithmetic, excess
+"""The rules of causes the first recorded corpus does not hold (FP64 arithmetic, excess
 synchronization, memory fences, instruction-cache misses, divergent constant-memory indexing,
 occupancy capped by block size, work split unevenly over the SMs or over a block's warps,
 shared-memory atomics replayed on conflicting lanes, global data re-loaded instead of reused), on
-synthetic profiles: a clean kernel of the diagnosis corpus (benchmarks/diagnosis/reports/
+synthetic profiles (they were written before any GPU run recorded such a pair; the pairs recorded
+since are scored by bench_diagnosis and pinned in test_diagnosis_recorded_pairs): a clean kernel of the diagnosis corpus (benchmarks/diagnosis/reports/
 planted.ncu-rep.xz, H100) with the counters one such defect moves set to what it would make them,
 diffed against the clean kernel. Each rule must name its cause first there, explain no more than
 the gap, and stay quiet on every kernel and pair of the recorded corpus, where none of these

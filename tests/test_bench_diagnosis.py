@@ -22,10 +22,12 @@ REQUIRED_CAUSES = {
     "spills-local", "grid-too-small", "occupancy-registers", "unfused-fp32", "integer-index-math",
     "special-math", "exposed-latency", "dram-traffic",
 }
-# Measured on the committed corpus (16 scored pairs): kernelscope hit@1 16 and hit@3 16 (14 and 15
-# of 15 before the impact model compared costs on both kernels; 3 and 4 before the cause rules);
-# ncu's rules hit@1 2 and hit@3 6.
-KERNELSCOPE_FLOOR = {"hit1": 16, "hit3": 16}
+# Measured on the committed corpus (27 scored pairs): kernelscope hit@1 27 and hit@3 27. On the
+# first 16: 14 and 15 of 15 before the impact model compared costs on both kernels, 3 and 4 before
+# the cause rules. On the 11 recorded later (planted-set2, gemm-cluster), at their first diff: 9 of
+# the 10 planted pairs first (one-warp blocks blamed on warp imbalance), and the cluster pair named
+# only its symptom (load imbalance) before the cluster-residency rule. ncu's rules hit@1 2, hit@3 6.
+KERNELSCOPE_FLOOR = {"hit1": 27, "hit3": 27}
 NCU_MEASURED = {"hit1": 2, "hit3": 6}
 # ncu's own top rules per pair, as recorded (hit@1, hit@3): every other scored pair is (False, False).
 NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "divergence": (True, True),
@@ -123,17 +125,17 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 17
+    assert len(rows) == 28
     for row in rows:
         assert row["kernelscope"]["top"] and row["ncu"]["top"], row["id"]
         if row["scored"]:
-            # measured under ncu; the smallest planted CUDA gap is 1.5x, the WGMMA chain's 1.12x
+            # measured under ncu; the smallest gaps: the WGMMA chain's 1.12x, the unrolled code's 1.14x
             assert row["gap"] > 1.1, row
 
 
 def test_totals_hold_what_was_measured(result):
     rows, total = result
-    assert total["pairs"] == 16
+    assert total["pairs"] == 27
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED

@@ -1,0 +1,102 @@
+"""The GEMM against cuBLAS in two launch contexts, per shape: back to back (200 launches between
+two CUDA events, no flush: each kernel follows its own previous launch, L2 warm) and after an L2
+flush (100 x [flush, kernel] between two events, less 100 flushes alone: what the benchmarks' per-
+launch timing sees, the kernel starting on an L2 the flush's writes left dirty). A ratio that moves
+between the two says the gap is in how the kernel meets a cold, dirty L2 or its launch, not in
+its steady-state throughput. --flush read replaces the flush's writes (zero_, as the benchmarks
+flush) by a read of the same buffer, which leaves L2 clean. Medians of 15 alternating repetitions,
+one process.
+
+    python3 benchmarks/gemm_launch_context.py --shapes 512x4096x4096,128x4096x4096 --out $OUT/x.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+
+def _batch_us(torch, launches, count: int) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(20_000_000)          # the host queues the batch while the GPU spins
+    start.record()
+    for _ in range(count):
+        for launch in launches:
+            launch()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000 / count
+
+
+def measure(torch, shape: tuple[int, int, int], flush_kind: str = "write", repetitions: int = 15) -> dict:
+    from kernelscope.kernels import gemm
+    from kernelscope.profiler.timing import _flush_buffer
+
+    M, N, K = shape
+    props = torch.cuda.get_device_properties(0)
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    out, ref = (torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    cfg = gemm.heuristic_config({"M": M, "N": N, "K": K}, props.multi_processor_count)
+    ours = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
+
+    def cublas():
+        torch.mm(a, b, out=ref)
+    buffer = _flush_buffer(torch, torch.device("cuda"))
+    total = torch.empty((), device="cuda", dtype=buffer.dtype)
+    flush = buffer.zero_ if flush_kind == "write" else (lambda: torch.sum(buffer, dim=0, out=total))
+    for _ in range(20):
+        ours()
+        cublas()
+    torch.cuda.synchronize()
+    max_diff = (out.float() - ref.float()).abs().max().item()
+    runs = {"ours_back_to_back": [], "cublas_back_to_back": [], "flush_alone": [],
+            "flush_then_ours": [], "flush_then_cublas": []}
+    for _ in range(repetitions):
+        runs["ours_back_to_back"].append(_batch_us(torch, [ours], 200))
+        runs["cublas_back_to_back"].append(_batch_us(torch, [cublas], 200))
+        runs["flush_alone"].append(_batch_us(torch, [flush], 100))
+        runs["flush_then_ours"].append(_batch_us(torch, [flush, ours], 100))
+        runs["flush_then_cublas"].append(_batch_us(torch, [flush, cublas], 100))
+    us = {k: statistics.median(v) for k, v in runs.items()}
+    ours_after = us["flush_then_ours"] - us["flush_alone"]
+    cublas_after = us["flush_then_cublas"] - us["flush_alone"]
+    return {"shape": {"M": M, "N": N, "K": K}, "flush": flush_kind, "config": cfg.to_dict(), "max_abs_diff_vs_cublas": max_diff,
+            "median_us": us, "ours_after_flush_us": ours_after, "cublas_after_flush_us": cublas_after,
+            "ratio_back_to_back": us["cublas_back_to_back"] / us["ours_back_to_back"],
+            "ratio_after_flush": cublas_after / ours_after}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", default="512x4096x4096,2048x2048x2048,128x4096x4096,4096x4096x4096")
+    ap.add_argument("--flush", choices=["write", "read"], default="write")
+    ap.add_argument("--out", help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        print("gemm_launch_context: needs a CUDA GPU", file=sys.stderr)
+        return 3
+    rows = []
+    for text in args.shapes.split(","):
+        row = measure(torch, tuple(int(x) for x in text.split("x")), args.flush)
+        rows.append(row)
+        print(f"{text:>16}  back to back {row['ratio_back_to_back']:.3f}  after a flush {row['ratio_after_flush']:.3f}"
+              f"  (ours {row['median_us']['ours_back_to_back']:.1f} / {row['ours_after_flush_us']:.1f} us,"
+              f" cuBLAS {row['median_us']['cublas_back_to_back']:.1f} / {row['cublas_after_flush_us']:.1f} us)", flush=True)
+    if args.out:
+        doc = {"benchmark": "gemm_launch_context", "device": torch.cuda.get_device_name(),
+               "command": " ".join(["python3", "benchmarks/gemm_launch_context.py", *(argv or sys.argv[1:])]),
+               "rows": rows}
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -150,9 +150,9 @@ def test_schedule_groups_consecutive_work():
 
 def test_run_and_profile_launch_the_per_shape_heuristic():
     """GEMM_SPEC.config_for (what run, profile and the gate launch) follows heuristic_config, as
-    bench_gemm does: skinny M gets 64x128 tiles with B multicast, big shapes the 128x256 default."""
+    bench_gemm does: skinny M gets 64x64 tiles with B multicast, big shapes the 128x256 default."""
     skinny = gemm.GEMM_SPEC.config_for({"M": 128, "N": 4096, "K": 4096}, "bfloat16")
-    assert (skinny["tile_m"], skinny["tile_n"], tuple(skinny["cluster"])) == (64, 128, (2, 1))
+    assert (skinny["tile_m"], skinny["tile_n"], tuple(skinny["cluster"])) == (64, 64, (2, 1))
     big = gemm.GEMM_SPEC.config_for({"M": 4096, "N": 4096, "K": 4096}, "bfloat16")
     assert big == {**gemm.GEMM_SPEC.default_config, "epi_n": 64}
     assert gemm.GEMM_SPEC.config_for({"M": 128, "N": 4096, "K": 4096}, "bfloat16", {"tile_m": 128})["tile_m"] == 128
@@ -189,14 +189,32 @@ def test_whole_tile_epilogue_only_where_ctas_run_several_tiles():
 
 def test_few_tiles_over_a_long_k_get_split_k():
     """The heuristic cuts K where both GPUs measured a win: few 64x128 tiles and >= 32 k-tiles
-    per slice (gemm-{h100,h200}-split-k-skinny.json.xz): 128x4096x4096 in 2 slices, not 4."""
+    per slice (gemm-{h100,h200}-split-k-skinny.json.xz): 64x4096x4096 in 2 slices, not 4.
+    (128x4096x4096 now takes 64x64 tiles with the deepest ring instead: below.)"""
     def chosen(M, N, K):
         c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
         return (c.tile_m, c.tile_n, c.splits)
     assert chosen(128, 1024, 16384) == (64, 128, 4)
     assert chosen(256, 2048, 8192) == (64, 128, 2)
-    assert chosen(128, 4096, 4096) == (64, 128, 2)
-    assert chosen(128, 4096, 2048) == (64, 128, 1)        # 16 k-tiles a slice would be too few
+    assert chosen(64, 4096, 4096) == (64, 128, 2)
+    assert chosen(64, 4096, 2048) == (64, 128, 1)          # 16 k-tiles a slice would be too few
     assert chosen(512, 4096, 4096)[2] == 1 and chosen(4096, 4096, 4096) == (128, 256, 1)
     # Run and profile launch what the heuristic picks.
     assert gemm.GEMM_SPEC.config_for({"M": 128, "N": 1024, "K": 16384}, "bfloat16")["splits"] == 4
+
+
+def test_skinny_problems_with_enough_64x64_tiles_get_the_deepest_ring():
+    """64 < M <= 128 with 64x64 tiles for >= 3/4 of the SMs: 64x64 tiles, 2x1 cluster, no split,
+    and 13 stages (the most that fit; the default cap of 8 held them back: 0.908 of cuBLAS with
+    8, 1.036 with 13 at 128x4096x4096 on the H100, timed in turns)."""
+    c = gemm.heuristic_config({"M": 128, "N": 4096, "K": 4096}, 132)
+    assert (c.tile_m, c.tile_n, c.consumer_wgs, tuple(c.cluster), c.splits, c.stages) == (64, 64, 1, (2, 1), 1, None)
+    assert gemm.resolve_config(c).stages == 13
+    assert gemm.heuristic_config({"M": 96, "N": 4096, "K": 4096}, 132).tile_n == 64
+    # Too few 64x64 tiles (64 < 99 = 3/4 of 132 SMs): the split-K path as before.
+    assert gemm.heuristic_config({"M": 128, "N": 2048, "K": 16384}, 132).tile_n == 128
+    # Every other tile keeps its ring: the larger cap changes no stage count of a 64x128 or
+    # larger tile.
+    for cfg in (gemm.GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1), gemm.GemmConfig(),
+                gemm.GemmConfig(tile_m=128, tile_n=128)):
+        assert gemm.resolve_config(cfg).stages <= 8

@@ -122,7 +122,7 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
             f"epi_stages={cfg.epi_stages} must divide the {subtiles} epilogue subtiles of a tile")
     epi_bytes = cfg.tile_m * cfg.epi_n * _width(out_dtype) // 8 * epi_stages
     tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
-    stages = ring_depth(tile_mnk, cfg.stages, 8, epi_bytes, SMEM_PER_BLOCK_BYTES)
+    stages = ring_depth(tile_mnk, cfg.stages, _MOST_STAGES, epi_bytes, SMEM_PER_BLOCK_BYTES)
     smem = stages * (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2 + epi_bytes + SMEM_RESERVED_BYTES
     return ResolvedGemm(cfg, stages, epi_stages, smem)
 
@@ -334,8 +334,25 @@ def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
     return best
 
 
+# Ring stages when a config leaves them to fit: as many as fit, at most this. Only tiles of
+# 64x64 fit more than 8 (13); a skinny GEMM streaming B from DRAM wants every one of them
+# (128x4096x4096, H100, timed in turns: 0.908 of cuBLAS with 8 stages, 0.979 with 10, 1.036 with
+# 13; results/gemm-h100-m128-deep-ring-paired.json.xz). Every other tile fits 8 or fewer.
+_MOST_STAGES = 16
+
+
+def _deep_ring_skinny(M: int, N: int, sms: int) -> GemmConfig | None:
+    """64 < M <= 128 with enough 64x64 tiles to fill 3/4 of the SMs: 64x64 tiles, B multicast over
+    a 2x1 cluster and the deepest ring, no split. Such a problem streams B (N x K) from DRAM once
+    per launch; bytes in flight per SM set its speed (kernels/gemm/NOTES.md, launch context)."""
+    if not 64 < M <= 128 or 2 * math.ceil(N / 64) < 0.75 * sms:
+        return None
+    return GemmConfig(tile_m=64, tile_n=64, consumer_wgs=1, cluster=(2, 1))
+
+
 def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
-    """Per-shape default. M <= 256 with few tiles and enough K: 64x128 tiles cut into slices of K
+    """Per-shape default. 64 < M <= 128 with enough 64x64 tiles: those, with the deepest ring
+    (_deep_ring_skinny). M <= 256 with few tiles and enough K: 64x128 tiles cut into slices of K
     (_long_k_splits). M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
     problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
     persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency.
@@ -345,6 +362,9 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     cluster (M=512, timed in turns: 0.972-0.977 against 0.957-0.961 with 1x2 on the H100, 0.981
     against 0.974 on the H200; results/gemm-{h100,h200}-m512-*-paired*.json.xz)."""
     M, N = int(shape["M"]), int(shape["N"])
+    deep_ring = _deep_ring_skinny(M, N, sms)
+    if deep_ring is not None:
+        return deep_ring
     if M <= 256 and "K" in shape:
         skinny = GemmConfig(tile_m=64, tile_n=128, consumer_wgs=1, cluster=(2, 1) if M > 64 else (1, 1))
         splits = _long_k_splits(math.ceil(M / 64) * math.ceil(N / 128), math.ceil(int(shape["K"]) / 64), sms)

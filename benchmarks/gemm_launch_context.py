@@ -8,6 +8,16 @@ flush) by a read of the same buffer, which leaves L2 clean. Medians of 15 altern
 one process.
 
     python3 benchmarks/gemm_launch_context.py --shapes 512x4096x4096,128x4096x4096 --out $OUT/x.json
+
+Under ncu, which kernel state each launch meets: --ncu-sequences runs, for the first shape, three
+times [flush, ours], [flush, cuBLAS], [ours, ours], [cuBLAS, cuBLAS] (a synchronize after each)
+inside the profiler's start/stop, each launch in an NVTX range (fo0, fo1, fc0, ...); --summarize
+reads the reports back (the duration per range and kernel):
+
+    ncu --profile-from-start off --nvtx --cache-control none --clock-control none \
+        --metrics gpu__time_duration.sum -o $OUT/ctx -f \
+        python3 benchmarks/gemm_launch_context.py --shapes 128x4096x4096 --ncu-sequences [--config '{"splits": 1}']
+    python3 benchmarks/gemm_launch_context.py --summarize ctx.ncu-rep [...] --out summary.json
 """
 
 from __future__ import annotations
@@ -31,6 +41,60 @@ def _batch_us(torch, launches, count: int) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end) * 1000 / count
+
+
+def _bound(torch, shape, overrides: dict):
+    from kernelscope.kernels import gemm
+    from kernelscope.profiler.timing import _flush_buffer
+
+    M, N, K = shape
+    props = torch.cuda.get_device_properties(0)
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    out, ref = (torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    cfg = gemm.heuristic_config({"M": M, "N": N, "K": K}, props.multi_processor_count)
+    if overrides:
+        cfg = gemm.GemmConfig.from_mapping({**cfg.to_dict(), **overrides})
+    ours = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
+
+    def cublas():
+        torch.mm(a, b, out=ref)
+    return cfg, ours, cublas, _flush_buffer(torch, torch.device("cuda")).zero_
+
+
+def ncu_sequences(torch, shape, overrides: dict) -> None:
+    cfg, ours, cublas, flush = _bound(torch, shape, overrides)
+    print(cfg, flush=True)
+    for _ in range(5):
+        ours()
+        cublas()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for _ in range(3):
+        for name, seq in (("fo", [flush, ours]), ("fc", [flush, cublas]), ("oo", [ours, ours]), ("cc", [cublas, cublas])):
+            for j, launch in enumerate(seq):
+                with torch.cuda.nvtx.range(f"{name}{j}"):
+                    launch()
+            torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+def summarize(paths: list[str]) -> list[dict]:
+    """Per report: the median duration (us) of each NVTX range's kernel, and every repetition."""
+    from kernelscope.profiler.report import load_report
+
+    rows = []
+    for path in paths:
+        runs: dict[str, list[float]] = {}
+        names: dict[str, str] = {}
+        for p in load_report(path):
+            rng = p.nvtx_ranges[-1] if p.nvtx_ranges else "?"
+            runs.setdefault(rng, []).append(float(p.value("gpu__time_duration.sum")) / 1000)
+            names[rng] = p.name
+        rows.append({"report": os.path.basename(path),
+                     "ranges": {r: {"kernel": names[r], "median_us": statistics.median(v), "us": v}
+                                for r, v in sorted(runs.items())}})
+    return rows
 
 
 def measure(torch, shape: tuple[int, int, int], flush_kind: str = "write", repetitions: int = 15) -> dict:
@@ -76,12 +140,28 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="512x4096x4096,2048x2048x2048,128x4096x4096,4096x4096x4096")
     ap.add_argument("--flush", choices=["write", "read"], default="write")
+    ap.add_argument("--config", default="{}", help="JSON overrides of the heuristic's config (--ncu-sequences)")
+    ap.add_argument("--ncu-sequences", action="store_true", help="run the launch sequences to profile (see above)")
+    ap.add_argument("--summarize", nargs="+", metavar="REPORT", help="durations per NVTX range of such reports")
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args(argv)
+    if args.summarize:
+        rows = summarize(args.summarize)
+        for row in rows:
+            print(row["report"])
+            for rng, r in row["ranges"].items():
+                print(f"  {rng:4s} {r['median_us']:8.2f} us  {r['kernel'][:40]}")
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump({"benchmark": "gemm_launch_context --summarize", "reports": rows}, f, indent=1)
+        return 0
     import torch
     if not torch.cuda.is_available():
         print("gemm_launch_context: needs a CUDA GPU", file=sys.stderr)
         return 3
+    if args.ncu_sequences:
+        ncu_sequences(torch, tuple(int(x) for x in args.shapes.split(",")[0].split("x")), json.loads(args.config))
+        return 0
     rows = []
     for text in args.shapes.split(","):
         row = measure(torch, tuple(int(x) for x in text.split("x")), args.flush)

@@ -163,6 +163,8 @@ CASES = [
     ("cluster-residency-limit", "gemm_default", None, None, False),  # 66 clusters of 2: all 132 SMs
     ("cluster-residency-limit", "cublas", None, None, False),
     ("cluster-residency-limit", "add", None, None, False),           # no cluster
+    ("dram-rate-below-reference", "gemm_default", "cublas", None, False),  # compute-bound, DRAM far below 50%
+    ("dram-rate-below-reference", "add", "cublas_gemm", None, False),
 ]
 
 
@@ -184,7 +186,8 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     static_only = {"local-memory-in-binary", "serialized-wgmma-in-binary"}
     # No kernel of these reports has the defect; their firing cases are the planted pairs of the
     # diagnosis corpus (benchmarks/diagnosis), measured by bench_diagnosis.
-    corpus_fires = {"atomic-contention", "special-math", "shared-memory-occupancy", "cluster-residency-limit"}
+    corpus_fires = {"atomic-contention", "special-math", "shared-memory-occupancy", "cluster-residency-limit",
+                    "dram-rate-below-reference"}
     # Planted in no report yet: fired on synthetic profiles in test_rules_planted_causes.
     synthetic_fires = {"fp64-arithmetic", "excess-synchronization", "memory-fences", "instruction-cache-misses",
                        "constant-cache-serialization", "load-imbalance-sms", "load-imbalance-warps", "shared-atomic-contention",

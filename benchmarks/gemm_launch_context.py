@@ -43,32 +43,42 @@ def _batch_us(torch, launches, count: int) -> float:
     return start.elapsed_time(end) * 1000 / count
 
 
-def _bound(torch, shape, overrides: dict):
-    from kernelscope.kernels import gemm
-    from kernelscope.profiler.timing import _flush_buffer
+class _Pair:
+    """The GEMM (the heuristic's config, or it with `overrides`) and cuBLAS bound to the same
+    random bf16 inputs, and the flush: a write of twice L2 (zero_, as the benchmarks flush) or
+    a read of it (a sum, leaving L2 clean)."""
 
-    M, N, K = shape
-    props = torch.cuda.get_device_properties(0)
-    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-    out, ref = (torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    cfg = gemm.heuristic_config({"M": M, "N": N, "K": K}, props.multi_processor_count)
-    if overrides:
-        cfg = gemm.GemmConfig.from_mapping({**cfg.to_dict(), **overrides})
-    ours = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
+    def __init__(self, torch, shape, overrides: dict, flush_kind: str = "write"):
+        from kernelscope.kernels import gemm
+        from kernelscope.profiler.timing import _flush_buffer
 
-    def cublas():
-        torch.mm(a, b, out=ref)
-    return cfg, ours, cublas, _flush_buffer(torch, torch.device("cuda")).zero_
+        M, N, K = shape
+        props = torch.cuda.get_device_properties(0)
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+        self.out, self.ref = (torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        cfg = gemm.heuristic_config({"M": M, "N": N, "K": K}, props.multi_processor_count)
+        if overrides:
+            cfg = gemm.GemmConfig.from_mapping({**cfg.to_dict(), **overrides})
+        self.cfg = cfg
+        self.ours = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": self.out})
+        self.cublas = lambda: torch.mm(a, b, out=self.ref)
+        buffer = _flush_buffer(torch, torch.device("cuda"))
+        total = torch.empty((), device="cuda", dtype=buffer.dtype)
+        self.flush = buffer.zero_ if flush_kind == "write" else (lambda: torch.sum(buffer, dim=0, out=total))
+
+    def warm(self, torch, launches: int) -> None:
+        for _ in range(launches):
+            self.ours()
+            self.cublas()
+        torch.cuda.synchronize()
 
 
 def ncu_sequences(torch, shape, overrides: dict) -> None:
-    cfg, ours, cublas, flush = _bound(torch, shape, overrides)
-    print(cfg, flush=True)
-    for _ in range(5):
-        ours()
-        cublas()
-    torch.cuda.synchronize()
+    pair = _Pair(torch, shape, overrides)
+    print(pair.cfg, flush=True)
+    pair.warm(torch, 5)
+    ours, cublas, flush = pair.ours, pair.cublas, pair.flush
     torch.cuda.profiler.start()
     for _ in range(3):
         for name, seq in (("fo", [flush, ours]), ("fc", [flush, cublas]), ("oo", [ours, ours]), ("cc", [cublas, cublas])):
@@ -98,27 +108,10 @@ def summarize(paths: list[str]) -> list[dict]:
 
 
 def measure(torch, shape: tuple[int, int, int], flush_kind: str = "write", repetitions: int = 15) -> dict:
-    from kernelscope.kernels import gemm
-    from kernelscope.profiler.timing import _flush_buffer
-
-    M, N, K = shape
-    props = torch.cuda.get_device_properties(0)
-    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-    out, ref = (torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    cfg = gemm.heuristic_config({"M": M, "N": N, "K": K}, props.multi_processor_count)
-    ours = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})
-
-    def cublas():
-        torch.mm(a, b, out=ref)
-    buffer = _flush_buffer(torch, torch.device("cuda"))
-    total = torch.empty((), device="cuda", dtype=buffer.dtype)
-    flush = buffer.zero_ if flush_kind == "write" else (lambda: torch.sum(buffer, dim=0, out=total))
-    for _ in range(20):
-        ours()
-        cublas()
-    torch.cuda.synchronize()
-    max_diff = (out.float() - ref.float()).abs().max().item()
+    pair = _Pair(torch, shape, {}, flush_kind)
+    pair.warm(torch, 20)
+    ours, cublas, flush = pair.ours, pair.cublas, pair.flush
+    max_diff = (pair.out.float() - pair.ref.float()).abs().max().item()
     runs = {"ours_back_to_back": [], "cublas_back_to_back": [], "flush_alone": [],
             "flush_then_ours": [], "flush_then_cublas": []}
     for _ in range(repetitions):
@@ -130,7 +123,8 @@ def measure(torch, shape: tuple[int, int, int], flush_kind: str = "write", repet
     us = {k: statistics.median(v) for k, v in runs.items()}
     ours_after = us["flush_then_ours"] - us["flush_alone"]
     cublas_after = us["flush_then_cublas"] - us["flush_alone"]
-    return {"shape": {"M": M, "N": N, "K": K}, "flush": flush_kind, "config": cfg.to_dict(), "max_abs_diff_vs_cublas": max_diff,
+    M, N, K = shape
+    return {"shape": {"M": M, "N": N, "K": K}, "flush": flush_kind, "config": pair.cfg.to_dict(), "max_abs_diff_vs_cublas": max_diff,
             "median_us": us, "ours_after_flush_us": ours_after, "cublas_after_flush_us": cublas_after,
             "ratio_back_to_back": us["cublas_back_to_back"] / us["ours_back_to_back"],
             "ratio_after_flush": cublas_after / ours_after}
@@ -146,7 +140,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args(argv)
     if args.summarize:
-        rows = summarize(args.summarize)
+        from kernelscope.errors import UserError
+        try:
+            rows = summarize(args.summarize)
+        except UserError as e:
+            print(f"gemm_launch_context: {e}", file=sys.stderr)
+            return 2
         for row in rows:
             print(row["report"])
             for rng, r in row["ranges"].items():

@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_gemm  # noqa: E402
 import bench_gemm_mma  # noqa: E402
+import gemm_launch_context  # noqa: E402  (imports nothing heavy at module level)
 import launch_overhead  # noqa: E402,F401  (imports nothing heavy at module level)
 from kernelscope.kernels import gemm, gemm_mma  # noqa: E402
 
@@ -97,3 +98,9 @@ def test_the_sanitizer_script_needs_a_gpu_and_says_so(capsys):
         pytest.skip("a GPU is here: the script would run")
     assert sanitize_flash_attn.main() == 3
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_launch_context_summary_of_a_missing_report_is_one_line_and_exit_2(tmp_path, capsys):
+    assert gemm_launch_context.main(["--summarize", str(tmp_path / "none.ncu-rep")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gemm_launch_context: ") and "\n" not in err

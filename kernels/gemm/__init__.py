@@ -345,7 +345,7 @@ def _deep_ring_skinny(M: int, N: int, sms: int) -> GemmConfig | None:
     """64 < M <= 128 with enough 64x64 tiles to fill 3/4 of the SMs: 64x64 tiles, B multicast over
     a 2x1 cluster and the deepest ring, no split. Such a problem streams B (N x K) from DRAM once
     per launch; bytes in flight per SM set its speed (kernels/gemm/NOTES.md, launch context)."""
-    if not 64 < M <= 128 or 2 * math.ceil(N / 64) < 0.75 * sms:
+    if not 64 < M <= 128 or math.ceil(M / 64) * math.ceil(N / 64) < 0.75 * sms:
         return None
     return GemmConfig(tile_m=64, tile_n=64, consumer_wgs=1, cluster=(2, 1))
 

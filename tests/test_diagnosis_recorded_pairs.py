@@ -18,6 +18,7 @@ from kernelscope.rules.engine import evaluate_all
 pytest.importorskip("ncu_report")
 
 REPORTS = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis" / "reports"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # Rules about one kernel that name a cause: none may fire on a clean twin of the corpus.
 CAUSE_RULES_ABOUT_ONE_KERNEL = {
     "fp64-arithmetic", "memory-fences", "instruction-cache-misses", "constant-cache-serialization",
@@ -116,3 +117,20 @@ def test_a_skinny_gemm_streaming_slower_names_what_it_has_in_flight():
     assert top.explains == pytest.approx(19.264 * (1 - 56.74 / 65.60) / 2.688, abs=0.02)
     tensor = next(f for f in findings if f.rule_id == "tensor-pipe-below-reference")
     assert tensor.explains == 0
+
+
+def test_a_simt_matrix_product_against_a_tensor_core_gemm_names_the_tensor_cores(set2):
+    # The corpus's shared-memory-tiled fp32 matrix product (2048^3, FFMA, H100) against cuBLAS's
+    # bf16 GEMM of the same size (HGMMA; tests/fixtures, H200): 17.18 GFLOP on both sides. Before
+    # the rule, the first finding was excess synchronization (11 % of the gap).
+    simt = set2["data_reuse_fast"]
+    cublas = next(p for p in load_profiles(FIXTURES / "h200-gemm-vs-cublas-2048.quick.ncu-rep.xz")
+                  if "ks:reference" in p.nvtx_ranges)
+    top = diagnose(simt, cublas).findings[0]
+    assert top.rule_id == "no-tensor-cores-vs-reference" and top.cause == "no-tensor-cores"
+    quoted = {q.name: q.value for q in top.quoted}
+    assert quoted["target_flops"] == quoted["reference_flops"] == 2 * 2048 ** 3
+    # A GEMM of another size (4096^3: 8x the FLOPs) is not the same work: quiet.
+    other = next(p for p in load_profiles(FIXTURES / "h100-gemm-vs-cublas-4096.lines.ncu-rep.xz")
+                 if "ks:reference" in p.nvtx_ranges)
+    assert "no-tensor-cores-vs-reference" not in {f.rule_id for f in diagnose(simt, other).findings}

@@ -165,6 +165,8 @@ CASES = [
     ("cluster-residency-limit", "add", None, None, False),           # no cluster
     ("dram-rate-below-reference", "gemm_default", "cublas", None, False),  # compute-bound, DRAM far below 50%
     ("dram-rate-below-reference", "add", "cublas_gemm", None, False),
+    ("no-tensor-cores-vs-reference", "gemm_default", "cublas", None, False),  # both on the tensor cores
+    ("no-tensor-cores-vs-reference", "fma_chain", "cublas", None, False),     # FFMA, but not the GEMM's FLOPs
 ]
 
 
@@ -192,11 +194,14 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     synthetic_fires = {"fp64-arithmetic", "excess-synchronization", "memory-fences", "instruction-cache-misses",
                        "constant-cache-serialization", "load-imbalance-sms", "load-imbalance-warps", "shared-atomic-contention",
                        "global-reloads-vs-reference"}
+    # Fired on a pair across two reports (a SIMT matrix product against cuBLAS at the same FLOPs):
+    # test_diagnosis_recorded_pairs.
+    cross_report_fires = {"no-tensor-cores-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue
         assert rule_id in covered_quiet, f"{rule_id}: no quiet case"
-        assert rule_id in covered_fire | corpus_fires | synthetic_fires, f"{rule_id}: no firing case"
+        assert rule_id in covered_fire | corpus_fires | synthetic_fires | cross_report_fires, f"{rule_id}: no firing case"
 
 
 def test_fixture_pair_findings_are_specific(kernels):

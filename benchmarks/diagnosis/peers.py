@@ -86,7 +86,13 @@ def median_us(fn, reps=20):
 def main():
     args = sys.argv[1:]
     profile = "--profile" in args
-    names = args[args.index("--pairs") + 1].split(",") if "--pairs" in args else ["rmsnorm", "attention"]
+    names = ["rmsnorm", "attention"]
+    if "--pairs" in args:
+        at = args.index("--pairs") + 1
+        if at >= len(args):
+            print(f"peers.py: --pairs needs a list of pairs ({', '.join(PAIRS)})", file=sys.stderr)
+            return 2
+        names = args[at].split(",")
     unknown = [n for n in names if n not in PAIRS]
     if unknown:
         print(f"peers.py: unknown pair(s) {', '.join(unknown)} (known: {', '.join(PAIRS)})", file=sys.stderr)

@@ -167,6 +167,10 @@ CASES = [
     ("dram-rate-below-reference", "add", "cublas_gemm", None, False),
     ("no-tensor-cores-vs-reference", "gemm_default", "cublas", None, False),  # both on the tensor cores
     ("no-tensor-cores-vs-reference", "fma_chain", "cublas", None, False),     # FFMA, but not the GEMM's FLOPs
+    ("dependent-arithmetic", "fma_chain", None, None, True),        # one FFMA chain per warp, one warp per SM
+    ("dependent-arithmetic", "scale_good", None, None, False),
+    ("dependent-arithmetic", "tail_wave", None, None, False),       # two chains per thread, full blocks
+    ("dependent-arithmetic", "gemm_default", None, None, False),
 ]
 
 

@@ -1,7 +1,8 @@
 """The rules of causes the first recorded corpus does not hold (FP64 arithmetic, excess
 synchronization, memory fences, instruction-cache misses, divergent constant-memory indexing,
 occupancy capped by block size, work split unevenly over the SMs or over a block's warps,
-shared-memory atomics replayed on conflicting lanes, global data re-loaded instead of reused), on
+shared-memory atomics replayed on conflicting lanes, global data re-loaded instead of reused,
+dependent arithmetic chains), on
 synthetic profiles (they were written before any GPU run recorded such a pair; the pairs recorded
 since are scored by bench_diagnosis and pinned in test_diagnosis_recorded_pairs): a clean kernel of the diagnosis corpus (benchmarks/diagnosis/reports/
 planted.ncu-rep.xz, H100) with the counters one such defect moves set to what it would make them,
@@ -35,6 +36,7 @@ NEW_RULES = {
     "load-imbalance-warps": "load-imbalance",
     "shared-atomic-contention": "atomic-contention",
     "global-reloads-vs-reference": "no-data-reuse",
+    "dependent-arithmetic": "dependent-arithmetic",
 }
 DURATION = "gpu__time_duration.sum"
 INSTRUCTIONS = "smsp__inst_executed.sum"
@@ -198,6 +200,16 @@ def _global_reloads(k):
                        stalls={"lg_throttle": 20.0, "long_scoreboard": 30.0})
 
 
+def _dependent_arithmetic(k):
+    # unfused_fp32_fast (two FFMA chains per thread, issue-bound at 97 %) with one chain and a
+    # quarter of its warps: each warp waits out every FFMA's latency, the schedulers idle.
+    base = k["unfused_fp32_fast"]
+    return base, plant(base, slower=2.0,
+                       metrics={"sm__inst_issued.avg.pct_of_peak_sustained_elapsed": 45.0,
+                                "sm__warps_active.avg.pct_of_peak_sustained_active": 24.0},
+                       stalls={"wait": 8.0, "not_selected": 0.3})
+
+
 SCENARIOS = {
     "fp64-arithmetic": _fp64,
     "excess-synchronization": _excess_sync,
@@ -209,6 +221,7 @@ SCENARIOS = {
     "load-imbalance-warps": _imbalance_warps,
     "shared-atomic-contention": _shared_atomics,
     "global-reloads-vs-reference": _global_reloads,
+    "dependent-arithmetic": _dependent_arithmetic,
 }
 
 

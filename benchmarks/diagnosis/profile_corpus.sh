@@ -7,7 +7,8 @@
 #   NCU_SECTIONS="--section SpeedOfLight ..." bash ...                      (other sections than --set full)
 #   PARTS=peers PEERS=gemm_cluster PEER_REPORT=gemm-cluster bash ...        (those peer pairs, into gemm-cluster.ncu-rep.xz)
 # On the GPU machine, with quack and flash_attn.cute importable (the GPU kit). Writes
-# OUT_DIR/{gpu.txt,timing.txt,ncu.log,planted.ncu-rep.xz,peers.ncu-rep.xz} (REPORT names the first).
+# OUT_DIR/{gpu.txt,timing.txt,ncu.log,planted.ncu-rep.xz,peers.ncu-rep.xz} (REPORT names the first,
+# PEER_REPORT the second).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT_DIR=${1:?usage: profile_corpus.sh OUT_DIR}

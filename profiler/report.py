@@ -25,11 +25,20 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.merge import group_by_nvtx, merge_profiles  # noqa: F401  (re-exported)
 from kernelscope.profiler.ncu_rules import ncu_rule_results
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
+from kernelscope.toolchain.sass_idioms import (BF16_UNPACK, IMAD_MOVE, METRIC_NAMES, MOVE_PREFIX, UNPACK_OPCODES,
+                                                idiom_counts)
 from kernelscope.toolchain.tools import which_cuda_tool
 
 REPORT_MAGIC = b"NVR\x00"
 STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 OPCODE_MIX_METRIC = "sass__inst_executed_per_opcode"
+OPCODE_MODIFIER_MIX_METRIC = "sass__inst_executed_per_opcode_with_modifier_all"
+# Per-instruction executed counts (SourceCounters), keyed by program counter.
+EXECUTED_PER_INSTRUCTION = "inst_executed"
+# The least share of the executions an unpack's opcodes must have for the SASS to be read.
+IDIOM_SCAN_SHARE = 0.02
+# The share of a kernel's executions whose instructions are read for idioms (hottest first).
+IDIOM_SCAN_COVERAGE = 0.995
 
 # ncu's defaults when a flag is absent from the recorded command line.
 NCU_DEFAULT_CLOCK_CONTROL = "base"
@@ -106,11 +115,12 @@ def load_report(
         raise UserError(f"{path}: not a readable Nsight Compute report ({e})") from None
     session = _session_facts(raw)
     profiles: list[KernelProfile] = []
+    sass_seen: dict[tuple[str, int], str] = {}      # (function, pc) -> SASS, for this report
     for range_index in range(context.num_ranges()):
         report_range = context.range_by_idx(range_index)
         for action_index in range(report_range.num_actions()):
             action = report_range.action_by_idx(action_index)
-            profile = _profile_from_action(action, str(path), len(profiles), session)
+            profile = _profile_from_action(action, str(path), len(profiles), session, sass_seen)
             if lines is True or (callable(lines) and lines(profile)):
                 from kernelscope.profiler.report_lines import lines_from_action
 
@@ -273,7 +283,8 @@ def _flag_value(args: list[str], flag: str) -> str | None:
     return None
 
 
-def _profile_from_action(action: Any, source: str, index: int, session: Session) -> KernelProfile:
+def _profile_from_action(action: Any, source: str, index: int, session: Session,
+                         sass_seen: dict[tuple[str, int], str]) -> KernelProfile:
     metrics: dict[str, Metric] = {}
     for name in action.metric_names():
         metric = action.metric_by_name(name)
@@ -283,6 +294,8 @@ def _profile_from_action(action: Any, source: str, index: int, session: Session)
         if value is None or (isinstance(value, float) and not math.isfinite(value)):
             continue  # NaN/inf carry no measurement: treat as not collected
         metrics[name] = Metric(value=value, unit=metric.unit() or "")
+    mix = _instanced_by_name(action, OPCODE_MIX_METRIC)
+    metrics.update(_sass_idiom_metrics(action, mix, sass_seen))
 
     def number(name: str) -> float | None:
         m = metrics.get(name)
@@ -327,10 +340,62 @@ def _profile_from_action(action: Any, source: str, index: int, session: Session)
         device=device,
         session=this_session,
         metrics=metrics,
-        instruction_mix=_instanced_by_name(action, OPCODE_MIX_METRIC),
+        instruction_mix=mix,
         stalls={m.group(1): float(v.value) for name, v in metrics.items() if (m := STALL_METRIC.match(name))},
         ncu_rules=ncu_rule_results(action),
     )
+
+
+def _sass_idiom_metrics(action: Any, mix: dict[str, float], sass_seen: dict[tuple[str, int], str]) -> dict[str, Metric]:
+    """Executed instructions per SASS idiom (toolchain.sass_idioms: bf16 unpacking and register
+    copies that use integer opcodes). IMAD.MOV is a copy whatever its operands, so the opcode mix
+    with modifiers (InstructionStats) counts it exactly; an unpack needs its operands, read from
+    the SASS of each instruction where the report has per-instruction executed counts
+    (SourceCounters). That read costs ~0.3 ms an instruction, so it is done only where the
+    opcodes an unpack can have are at least IDIOM_SCAN_SHARE of the executions (below, they
+    cannot move the index-math share by much), over the hottest instructions making up
+    IDIOM_SCAN_COVERAGE of them. A count not read stays absent."""
+    with_modifiers = _instanced_by_name(action, OPCODE_MODIFIER_MIX_METRIC)
+    source = with_modifiers or mix
+    total = sum(source.values())
+    if not total:
+        return {}
+    out: dict[str, Metric] = {}
+    if with_modifiers:
+        moves = sum(n for op, n in with_modifiers.items() if op.startswith(MOVE_PREFIX))
+        out[METRIC_NAMES[IMAD_MOVE]] = Metric(value=moves, unit="inst")
+        candidates = sum(with_modifiers.get(op, 0.0) for op in UNPACK_OPCODES)
+        if candidates == 0:
+            out[METRIC_NAMES[BF16_UNPACK]] = Metric(value=0.0, unit="inst")
+            return out
+    else:
+        candidates = mix.get("IMAD", 0.0) + mix.get("SHF", 0.0)
+    if candidates < IDIOM_SCAN_SHARE * total:
+        return out
+    metric = action.metric_by_name(EXECUTED_PER_INSTRUCTION)
+    if metric is None or metric.num_instances() == 0 or not metric.has_correlation_ids():
+        return out
+    ids = metric.correlation_ids()
+    function = action.name(action.NameBase_MANGLED) or action.name(action.NameBase_FUNCTION)
+
+    def sass_at(pc: int) -> str:
+        # Launches of one function in one report share their code: read each instruction once.
+        key = (function, pc)
+        if key not in sass_seen:
+            sass_seen[key] = action.sass_by_pc(pc)
+        return sass_seen[key]
+
+    per_pc = sorted(((float(metric.as_double(i)), ids.as_uint64(i)) for i in range(metric.num_instances())), reverse=True)
+    budget, hot = IDIOM_SCAN_COVERAGE * sum(n for n, _ in per_pc), []
+    for n, pc in per_pc:
+        if budget <= 0:
+            break
+        hot.append((sass_at(pc), n))
+        budget -= n
+    counts = idiom_counts(hot)
+    kinds = (BF16_UNPACK,) if with_modifiers else (BF16_UNPACK, IMAD_MOVE)
+    out.update({METRIC_NAMES[k]: Metric(value=counts[k], unit="inst") for k in kinds})
+    return out
 
 
 def _string(metric: Metric | None) -> str | None:

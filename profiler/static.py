@@ -31,6 +31,7 @@ from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Sessi
 from kernelscope.profiler.wgmma_waits import wgmma_waits
 from kernelscope.toolchain.cubin import FunctionResources, function_resources
 from kernelscope.toolchain.sass import disassemble, expected_opcodes_missing, local_memory_bytes, opcode_histogram
+from kernelscope.toolchain.sass_idioms import METRIC_NAMES, idiom_counts
 from kernelscope.toolchain.tools import package_version
 
 # Bump when the analysis below changes what it derives from the same artifacts.
@@ -126,6 +127,9 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         _metric(m, "static__spill_store_bytes", local_memory_bytes(opcodes, "STL"), "byte")
         _metric(m, "static__spill_load_bytes", local_memory_bytes(opcodes, "LDL"), "byte")
         _metric(m, "static__sass_instructions", len(opcodes), "inst")
+        idioms = idiom_counts((f"{i.opcode} {i.operands}", 1.0) for i in function.instructions)
+        for kind, count in idioms.items():
+            _metric(m, METRIC_NAMES[kind], count, "inst")
         # The listing's offsets are the instructions' (16 bytes each), as branch targets count them.
         waits = wgmma_waits(function.listing())
         _metric(m, "static__wgmma_groups", waits.groups, "")

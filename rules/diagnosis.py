@@ -16,6 +16,8 @@ The impact model, stated once:
   `worse`): where the target is not worse than the reference on it (within MEASURE_WITHIN), the
   cause is no difference between them and explains nothing of the gap.
 - Either estimate is capped at the measured gap and reported as the share of it explained.
+  Where the target ran at a lower SM clock (cause CLOCK_CAUSE), the time that clock explains
+  is frequency, not cycles: every other finding is capped at the rest of the gap.
   Where the two take the same time (profiler.compare.SAME_WITHIN), no finding claims a share.
   A finding whose rule also fires on the reference, and that explains less than
   SHARED_WITHIN of the gap, is no difference: it is folded into one "shared by both" note.
@@ -53,6 +55,8 @@ MEASURE_WITHIN = 0.05
 NOISE_FLOOR = 0.03
 # The least share of the gap a cause must explain to be called the main reason.
 MAIN_REASON_MIN = 0.25
+# The cause whose share of the gap is clock frequency: what the code costs is the rest.
+CLOCK_CAUSE = "lower-clock"
 
 
 @dataclass
@@ -127,8 +131,13 @@ def diagnose(
         if rule.compares == "target" and explained is not None and not _worse(rule, target, reference, catalog):
             explained = 0.0
         f.gap_ns = explained
-        if gap is not None and explained is not None:
-            f.explains = min(explained, gap) / gap
+    by_clock = sum(f.gap_ns or 0.0 for f in evaluation.findings if f.cause == CLOCK_CAUSE)
+    for f in evaluation.findings:
+        rule = by_id[f.rule_id]
+        if gap is not None and f.gap_ns is not None:
+            # Cycles cannot explain time the clock already does.
+            room = gap if f.cause == CLOCK_CAUSE else max(0.0, gap - by_clock)
+            f.explains = min(f.gap_ns, room) / gap
         if rule.compares == "target" and f.rule_id in on_reference and (f.explains or 0.0) < SHARED_WITHIN:
             shared.append(f)
         else:

@@ -171,6 +171,9 @@ CASES = [
     ("dependent-arithmetic", "scale_good", None, None, False),
     ("dependent-arithmetic", "tail_wave", None, None, False),       # two chains per thread, full blocks
     ("dependent-arithmetic", "gemm_default", None, None, False),
+    ("sm-clock-below-reference", "gemm_default", "cublas", None, True),    # 1.576 vs 1.605 GHz, cycles +0.5 %
+    ("sm-clock-below-reference", "gemm_wg1_n128", "gemm_default", None, False),  # the faster clock of the two
+    ("sm-clock-below-reference", "add", "cublas_gemm", None, False),       # memory-bound: cycles follow the clock
 ]
 
 

@@ -134,3 +134,52 @@ def test_a_simt_matrix_product_against_a_tensor_core_gemm_names_the_tensor_cores
     other = next(p for p in load_profiles(FIXTURES / "h100-gemm-vs-cublas-4096.lines.ncu-rep.xz")
                  if "ks:reference" in p.nvtx_ranges)
     assert "no-tensor-cores-vs-reference" not in {f.rule_id for f in diagnose(simt, other).findings}
+
+
+def _fixture(name):
+    return load_profiles(FIXTURES / name)
+
+
+def test_the_hmma_rate_the_rule_assumes_is_the_measured_one():
+    # The mma.sync ceiling kernel (benchmarks/hmma_ceiling.py, 8 warps per SM, 4x4 independent
+    # accumulators per warp) under ncu on an H100: 0.653 HMMA.16816 per SM cycle at 97.9 % tensor
+    # pipe activity, i.e. 2/3 of HGMMA's 4,096 FLOP per SM cycle with the pipe always busy.
+    from kernelscope.rules.loader import load_rules
+    rule = load_rules().rules["no-hgmma-on-sm90"]
+    for p in _fixture("h100-hmma-ceiling.json.xz"):
+        per_cycle = p.instruction_mix["HMMA"] / p.device.sm_count / p.value("sm__cycles_elapsed.avg")
+        busy = p.value("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed") / 100
+        flop_rate = per_cycle / busy * 2 * 16 * 8 * 16 / 4096
+        assert flop_rate == pytest.approx(rule.thresholds["hmma_rate"], rel=0.01)
+
+
+def test_mma_sync_against_cublas_names_the_instruction_not_dram():
+    # gemm_mma (ldmatrix + mma.sync) against cuBLAS at 8192^3 (H100, full set): 2.084 ms against
+    # 1.422 ms. The tensor pipe is 87 % busy with HMMA at 2/3 of HGMMA's rate: that explains ~91 %.
+    # Before: 27 % (the idle 13 % taken for the whole headroom), and 12 % blamed on DRAM bytes
+    # although DRAM was 23 % busy.
+    slow, fast = _fixture("h100-gemm_mma-vs-cublas-8192.full.json.xz")
+    result = diagnose(slow, fast)
+    top = result.findings[0]
+    assert top.rule_id == "no-hgmma-on-sm90" and result.main_reason is top
+    assert top.explains == pytest.approx(2084.1 * 0.8699 / 3 / 662.6, abs=0.02)
+    dram = next(f for f in result.findings if f.rule_id == "dram-traffic-vs-reference")
+    assert dram.explains < 0.05
+
+
+def test_a_lower_clock_is_split_from_the_cycles():
+    # The fused RMSNorm GEMM against the same GEMM without the norm (8192x4096x4096, H100, clocks
+    # unlocked): 3.0 % slower in time, 0.76 % in cycles; the SM clock 1.537 against 1.576 GHz.
+    # Before: integer index math (the bf16 unpacking IMAD.U32 of the norm) explained 61 %.
+    (fused,) = _fixture("h100-gemm_rmsnorm-8192x4096x4096.full.json.xz")
+    (gemm,) = _fixture("h100-gemm-epi32-8192x4096x4096.full.json.xz")
+    result = diagnose(fused, gemm)
+    top = result.findings[0]
+    assert top.rule_id == "sm-clock-below-reference" and top.cause == "lower-clock"
+    at_clock = fused.value("sm__cycles_elapsed.avg") / gemm.value("gpc__cycles_elapsed.avg.per_second") * 1e9
+    gap = result.verdict.gap_ns
+    assert top.explains == pytest.approx((fused.value("gpu__time_duration.sum") - at_clock) / gap, abs=0.01)
+    # Cycles cannot explain the part the clock does.
+    assert all((f.explains or 0) <= 1 - top.explains + 1e-9 for f in result.findings[1:])
+    # The same kernel against a reference at its own clock: quiet.
+    assert "sm-clock-below-reference" not in {f.rule_id for f in diagnose(gemm, fused).findings}

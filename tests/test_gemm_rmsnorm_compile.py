@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from gemm_testing import assert_no_stack_or_local_memory, opcodes  # noqa: E402
+from gemm_testing import assert_no_stack_or_local_memory, opcodes, opcodes_with_modifiers  # noqa: E402
 from kernelscope.kernels import gemm_rmsnorm as fused  # noqa: E402
 from kernelscope.kernels.sm90.barriers import GemmBarrier  # noqa: E402
 
@@ -206,3 +206,22 @@ def test_the_row_error_measure_catches_a_wrong_row_scale():
     for wrong in (plain, plain * rstd.roll(8, dims=0), plain * rstd.mean()):
         row_err = (wrong - ref).pow(2).mean(dim=1).sqrt() / row_rms
         assert row_err.max().item() > 1.0
+
+
+def _idioms(sass: str) -> dict[str, int]:
+    from kernelscope.toolchain.sass_idioms import idiom_counts
+    lines = [line.split("*/", 1)[1] for line in sass.splitlines() if re.match(r"^\s*/\*[0-9a-f]+\*/", line)]
+    return {k: int(v) for k, v in idiom_counts((line, 1) for line in lines).items()}
+
+
+def test_squares_unpack_each_register_once_by_mask_and_shift():
+    # bf16 pairs in one 32-bit register: "bits" takes the high value with a LOP3 mask and the low
+    # one with one shift; "cvt" (.to(Float32) per value) paid a PRMT and a shift for the high one.
+    shape = {"M": 1000, "N": 1032, "K": 1000}
+    bits = fused.compile_gemm_rmsnorm({"square_unpack": "bits"}, shape)
+    cvt = fused.compile_gemm_rmsnorm({"square_unpack": "cvt"}, shape)
+    values = 2 * 32                     # two k-tiles of a 64x64 A slice per 128 threads, unrolled
+    assert _idioms(cvt.sass)["bf16_unpack"] == values
+    assert _idioms(bits.sass)["bf16_unpack"] == values // 2
+    prmt = [sum(op == "PRMT" for op in opcodes_with_modifiers(ck.sass)) for ck in (cvt, bits)]
+    assert prmt[0] - prmt[1] == values // 2

@@ -76,6 +76,7 @@ class GemmRmsNormConfig(PersistentGemmConfig):
     epi_stages: int = 4
     a_buffers: int = 2                  # register buffers for the A operand (1: no overlap)
     pingpong: bool = False              # each consumer warpgroup its own 64-row tiles, taking turns
+    square_unpack: str = "bits"         # bf16 -> fp32 for the squares: "bits" (mask, shift) or "cvt"
 
 
 def tile_m_of(cfg: GemmRmsNormConfig) -> int:
@@ -93,6 +94,8 @@ def ring_stages(cfg: GemmRmsNormConfig) -> int:
         raise ConfigRejected(f"a_buffers must be 1 or 2, got {cfg.a_buffers}")
     if not isinstance(cfg.pingpong, bool):
         raise ConfigRejected(f"pingpong must be true or false, got {cfg.pingpong!r}")
+    if cfg.square_unpack not in ("cvt", "bits"):
+        raise ConfigRejected(f"square_unpack must be 'cvt' or 'bits', got {cfg.square_unpack!r}")
     cfg.schedule_policy()
     tile_m = tile_m_of(cfg)
     # pingpong: one set of epilogue buffers per warpgroup.

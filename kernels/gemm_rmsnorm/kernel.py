@@ -277,12 +277,15 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         stage = position.index
         ring.consumer_wait(stage, position.phase)
         cute.copy(s2r, tXsX[(None, None, None, stage)], view)
-        for kb in cutlass.range_constexpr(k_blocks):
-            for m in cutlass.range_constexpr(rows_per_thread):
-                for v in cutlass.range_constexpr(values_per_block):
-                    x = buf[v, m, kb].to(cutlass.Float32)
-                    i = 2 * m + self.a_half[v]
-                    sumsq[i] = sumsq[i] + x * x
+        if cutlass.const_expr(self.cfg.square_unpack == "bits" and self.dtype == cutlass.BFloat16):
+            self.add_squares_by_words(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
+        else:
+            for kb in cutlass.range_constexpr(k_blocks):
+                for m in cutlass.range_constexpr(rows_per_thread):
+                    for v in cutlass.range_constexpr(values_per_block):
+                        x = buf[v, m, kb].to(cutlass.Float32)
+                        i = 2 * m + self.a_half[v]
+                        sumsq[i] = sumsq[i] + x * x
         cute.nvgpu.warpgroup.fence()
         for kb in cutlass.range_constexpr(k_blocks):
             cute.gemm(tiled_mma, acc, buf[(None, None, kb)], tCrW[(None, None, kb, stage)], acc)
@@ -294,3 +297,24 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
             ring.consumer_release(prev_stage, signals, dst)
         position.advance()
         return position, stage
+
+    @cute.jit
+    def add_squares_by_words(self, buf, sumsq, k_blocks: cutlass.Constexpr, values_per_block: cutlass.Constexpr,
+                             rows_per_thread: cutlass.Constexpr):
+        """The squares of a k-tile's A registers, two bf16 per 32-bit word: the high value is the
+        word with its low half cleared (one LOP3), the low value the word shifted up by 16 (one
+        shift): both are then exact fp32. Values 2w and 2w + 1 share a word and a row (a_half)."""
+        n = cute.size(buf)
+        words = cute.recast_tensor(cute.make_tensor(buf.iterator, cute.make_layout(n)), cutlass.Uint32)
+        bits = cute.make_rmem_tensor(cute.make_layout(2), cutlass.Uint32)
+        halves = cute.recast_tensor(bits, cutlass.Float32)
+        per_block = values_per_block // 2
+        for w in cutlass.range_constexpr(n // 2):
+            v = 2 * (w % per_block)
+            m = (w // per_block) % rows_per_thread
+            word = words[w]
+            bits[0] = word & cutlass.Uint32(0xFFFF0000)
+            bits[1] = word << cutlass.Uint32(16)
+            i = 2 * m + self.a_half[v]
+            sumsq[i] = sumsq[i] + halves[0] * halves[0]
+            sumsq[i] = sumsq[i] + halves[1] * halves[1]

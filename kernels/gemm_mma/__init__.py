@@ -7,9 +7,9 @@ This is the instruction set of SM80 and of consumer Blackwell (sm_120), which ha
 it also runs on Hopper (sm_90a), where it is measured against cuBLAS and against the device's
 own mma.sync ceiling (benchmarks/hmma_ceiling.py).
 
-Block = `warps_m x warps_n` MMA warps + 1 load warp.
+Block = `warps_m x warps_n` MMA warps; warp 0 also issues the loads (one lane).
 - Loads: TMA (cp.async.bulk.tensor) on both sm_90a and sm_120a. Both have the copy engine; one
-  lane of the load warp moves a whole stage with two instructions, completion is counted in bytes
+  lane of warp 0 moves a whole stage with two instructions, completion is counted in bytes
   on the stage's mbarrier, and the 128-byte swizzle that makes ldmatrix conflict-free is applied
   by the copy itself. cp.async (SM80) would spend every thread on address math and needs a
   commit/wait-group pipeline instead of barriers; it is only needed on parts without TMA.
@@ -20,7 +20,7 @@ Block = `warps_m x warps_n` MMA warps + 1 load warp.
   k-block it loads its A and B fragments from shared memory with ldmatrix.x4 (.trans for N-major B)
   and issues mma.sync m16n8k16. Fragment loads run `wk_iters` k-blocks ahead of the MMAs, across
   stage boundaries; with wk_iters = tile_k / 16 every k-iteration of a stage is held in registers
-  and the stage goes back to the load warp right after its last ldmatrix, before its MMAs.
+  and the stage goes back to the ring right after its last ldmatrix, before its MMAs.
 - Persistent grid: as many blocks as SMs times the blocks that fit on one SM, computed from the
   compiled kernel's registers, its shared memory and its thread count (one for every shipped
   config); blocks stride over the output tiles in row, column or Morton order

@@ -264,7 +264,14 @@ def _coalesce(*xs):
     return next((x for x in xs if x is not None), None)
 
 
+def _when(condition, value):
+    """`value` where `condition` holds; unknown (None) where it does not or is unknown: for a
+    value that means nothing in some cases (bytes per sector of loads never executed)."""
+    return value if condition else None
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": _min, "max": _max, "abs": _abs, "floor": _floor, "ceil": _ceil,
     "clamp": _clamp, "known": _known, "coalesce": _coalesce, "max_known": _max_known, "sum_known": _sum_known,
+    "when": _when,
 }

@@ -112,3 +112,19 @@ def test_malformed_catalog_names_file_entry_and_field(tmp_path, fields, message)
     with pytest.raises(UserError) as e:
         load_catalog([bad])
     assert str(bad) in str(e.value) and message in str(e.value)
+
+
+def test_when_leaves_a_value_unknown_where_it_means_nothing():
+    from kernelscope.profiler.expression import FUNCTIONS
+    e = parse("when(x > 0, y)", set(FUNCTIONS))
+    assert e.evaluate({"x": 3, "y": 16}.get, functions=FUNCTIONS) == 16
+    assert e.evaluate({"x": 0, "y": 0}.get, functions=FUNCTIONS) is None
+    assert e.evaluate({"x": None, "y": 16}.get, functions=FUNCTIONS) is None
+    # ncu reports 0 bytes used per sector for loads a kernel never executed (a TMA-fed GEMM):
+    # that is n/a, not the worst coalescing there is.
+    per_sector = load_catalog().metrics["global_ld_bytes_per_sector"]
+    ratio = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"
+    count = "smsp__sass_inst_executed_op_global_ld.sum"
+    assert evaluate(per_sector, _profile({ratio: 0.0, count: 0.0})) is None
+    assert evaluate(per_sector, _profile({ratio: 8.0, count: 100.0})) == 8.0
+    assert evaluate(per_sector, _profile({ratio: 8.0})) == 8.0            # count not collected: as reported

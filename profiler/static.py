@@ -35,7 +35,7 @@ from kernelscope.toolchain.sass_idioms import METRIC_NAMES, idiom_counts
 from kernelscope.toolchain.tools import package_version
 
 # Bump when the analysis below changes what it derives from the same artifacts.
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 
 SUPPORTED_ARCHS = ("sm_90a", "sm_120a")
 _COMPUTE_CAPABILITY = {"sm_90a": "9.0", "sm_90": "9.0", "sm_120a": "12.0", "sm_120": "12.0"}

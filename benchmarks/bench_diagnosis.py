@@ -91,6 +91,11 @@ class Pair:
     cause: str | None
     scored: bool
     why: str
+    fast_report: Path | None = None     # where the fast kernel is, when not in `report`
+
+    @property
+    def fast_source(self) -> Path:
+        return self.fast_report or self.report
 
 
 @dataclass
@@ -126,7 +131,8 @@ def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
         if scored and cause not in causes:
             raise InputError(f"{labels}: pair {e.get('id')!r}: cause {cause!r} is not an id of {CAUSES_FILE.name}")
         try:
-            pairs.append(Pair(e["id"], directory / e["report"], e["slow"], e["fast"], cause if scored else None, scored, e.get("why", "")))
+            pairs.append(Pair(e["id"], directory / e["report"], e["slow"], e["fast"], cause if scored else None, scored,
+                              e.get("why", ""), directory / e["fast_report"] if "fast_report" in e else None))
         except KeyError as missing:
             raise InputError(f"{labels}: a pair has no {missing}") from None
     return pairs
@@ -171,6 +177,22 @@ def ncu_ranked(results: list[dict]) -> list[dict]:
     return with_estimate + [r for r in fired if speedup(r) is None]
 
 
+# ncu_report's message types, by the kind kernelscope records (profiler/ncu_rules.py).
+_MESSAGE_TYPES = {"none": 0, "ok": 1, "optimization": 2, "warning": 3, "error": 4}
+
+
+def is_profile_document(path: Path) -> bool:
+    """A kernelscope profile document (`show --format json`, xz or not), not an ncu report."""
+    return path.name.endswith((".json", ".json.xz"))
+
+
+def ncu_result_dict(r) -> dict:
+    """A recorded NcuRuleResult in the shape ncu_report's rule_results_as_dicts() gives."""
+    return {"rule_identifier": r.rule,
+            "rule_message": {"title": r.title, "message": r.message, "type": _MESSAGE_TYPES.get(r.kind, 0)},
+            "speedup_estimation": {"speedup": r.speedup}}
+
+
 class Reports:
     """Plain copies of the (xz) reports, made once, and their ncu_report contexts."""
 
@@ -183,7 +205,9 @@ class Reports:
         if path not in self._plain:
             if not path.exists():
                 raise InputError(f"{path}: no such report")
-            if path.suffix == ".xz":
+            if is_profile_document(path):
+                target = path                 # kernelscope reads its own documents, xz or not
+            elif path.suffix == ".xz":
                 target = Path(self._tmp.name) / f"{len(self._plain)}-{path.name[:-3]}"
                 with lzma.open(path) as src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst)
@@ -191,6 +215,29 @@ class Reports:
                 target = path
             self._plain[path] = target
         return self._plain[path]
+
+    def ncu_results(self, path: Path, selector: str) -> tuple[list[dict], float]:
+        """ncu's rule results (as ncu_report's dicts) and the duration (ns) of the kernel that
+        `kernelscope diff` selects with FILE:selector; from the report itself, or from the rule
+        results a kernelscope profile document kept of it."""
+        if not is_profile_document(path):
+            action = self.ncu_action(path, selector)
+            return action.rule_results_as_dicts(), action.metric_by_name("gpu__time_duration.sum").as_double()
+        from kernelscope.errors import UserError
+        from kernelscope.profiler.selection import select
+        from kernelscope.profiler.sources import load_profiles
+        profiles = load_profiles(path)
+        if selector.startswith("@") and selector[1:].isdigit():  # FILE:@INDEX, document order
+            chosen = profiles[int(selector[1:]):int(selector[1:]) + 1]
+        else:
+            try:
+                chosen = select(profiles, selector, what=str(path))
+            except UserError as e:
+                raise InputError(str(e)) from None
+        if len(chosen) != 1:
+            raise InputError(f"{path}:{selector} matches {len(chosen)} kernels, not one")
+        profile = chosen[0]
+        return [ncu_result_dict(r) for r in profile.ncu_rules], float(profile.value("gpu__time_duration.sum"))
 
     def ncu_action(self, path: Path, selector: str):
         """The ncu_report action of the kernel that `kernelscope diff` selects with FILE:selector."""
@@ -250,13 +297,13 @@ def run_kernelscope_diff(slow_spec: str, fast_spec: str) -> dict:
 
 
 def judge(pair: Pair, reports: Reports) -> dict:
-    plain = reports.plain(pair.report)
-    diff = run_kernelscope_diff(f"{plain}:{pair.slow}", f"{plain}:{pair.fast}")
+    diff = run_kernelscope_diff(f"{reports.plain(pair.report)}:{pair.slow}",
+                                f"{reports.plain(pair.fast_source)}:{pair.fast}")
     ks = Judgement([(f.get("rule", "?"), kernelscope_cause(f)) for f in diff.get("findings", [])])
-    slow, fast = reports.ncu_action(pair.report, pair.slow), reports.ncu_action(pair.report, pair.fast)
-    ncu_results = ncu_ranked(slow.rule_results_as_dicts())
+    slow_results, slow_ns = reports.ncu_results(pair.report, pair.slow)
+    _, fast_ns = reports.ncu_results(pair.fast_source, pair.fast)
+    ncu_results = ncu_ranked(slow_results)
     ncu = Judgement([(r.get("rule_identifier", "?"), ncu_cause(r)) for r in ncu_results])
-    slow_ns, fast_ns = (a.metric_by_name("gpu__time_duration.sum").as_double() for a in (slow, fast))
     row = {"id": pair.id, "cause": pair.cause, "scored": pair.scored,
            "slow_us": round(slow_ns / 1e3, 2), "fast_us": round(fast_ns / 1e3, 2), "gap": round(slow_ns / fast_ns, 3)}
     for name, j in (("kernelscope", ks), ("ncu", ncu)):

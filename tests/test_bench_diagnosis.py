@@ -48,9 +48,9 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     assert REQUIRED_CAUSES <= {p.cause for p in scored}
     assert all(p.cause in causes for p in scored)
     assert len({p.id for p in pairs}) == len(pairs)
-    assert all(p.why.strip() and p.report.exists() for p in pairs)
-    # one unscored pair, and it says why
-    assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4"]
+    assert all(p.why.strip() and p.report.exists() and p.fast_source.exists() for p in pairs)
+    # the unscored pairs, each saying why
+    assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -126,7 +126,7 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 29
+    assert len(rows) == 31
     for row in rows:
         assert row["kernelscope"]["top"] and row["ncu"]["top"], row["id"]
         if row["scored"]:
@@ -136,7 +136,7 @@ def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
 
 def test_totals_hold_what_was_measured(result):
     rows, total = result
-    assert total["pairs"] == 28
+    assert total["pairs"] == 29
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED
@@ -149,6 +149,10 @@ def test_totals_hold_what_was_measured(result):
     # what ncu's rules get right and wrong on this corpus, as recorded
     assert by_id["divergence"]["ncu"]["hit1"] and by_id["unfused_fp32"]["ncu"]["hit1"]
     assert not by_id["dram_traffic"]["ncu"]["hit3"]  # ncu has no reference to compare bytes with
+    # Pairs kept as kernelscope profile documents (two files for one pair too): judged the same way.
+    assert by_id["mma_sync_vs_wgmma"]["kernelscope"]["top"][0]["rule"] == "no-hgmma-on-sm90"
+    clock = by_id["fused_norm_clock"]
+    assert not clock["scored"] and clock["kernelscope"]["top"][0]["cause"] == "lower-clock"
 
 
 def test_memoized_loading_changes_no_finding():

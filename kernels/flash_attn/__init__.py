@@ -205,22 +205,6 @@ def check_fragments(tv_s, tv_o, tv_p, threads: int, tile_m: int, s_values: int, 
     return s_half, o_half, s_cols
 
 
-def check_compact(*fragments) -> None:
-    """Register i of each fragment holds value i (in the order of the fragment's shape)."""
-    for frag in fragments:
-        size = 1
-        for extent in _flatten(frag.shape):
-            size *= extent
-        if any(frag.layout(i) != i for i in range(size)):
-            raise AssertionError(f"register fragment {frag.layout} is not compact in value order")
-
-
-def _flatten(shape):
-    if isinstance(shape, int):
-        return [shape]
-    return [x for part in shape for x in _flatten(part)]
-
-
 # ---------------------------------------------------------------------------------------------
 # Compile / launch
 # ---------------------------------------------------------------------------------------------

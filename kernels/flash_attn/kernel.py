@@ -12,10 +12,11 @@ from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
 from kernelscope.kernels.flash_attn import (
-    EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, FlashAttnConfig, check_compact, check_fragments, epi_stages,
+    EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, FlashAttnConfig, check_fragments, epi_stages,
     math_warpgroups, validate)
 from kernelscope.kernels.sm90.barriers import AttentionBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
+from kernelscope.kernels.sm90.fragments import check_compact
 from kernelscope.kernels.sm90.pingpong import PingPongTurns
 from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing
 from kernelscope.kernels.sm90.shared_storage import shared_storage

@@ -12,6 +12,7 @@ from kernelscope.kernels.cute_build import cutlass_dtype
 from kernelscope.kernels.gemm_rmsnorm import PINGPONG_TILE_M, TILE_K, TILE_M, ring_stages, row_maps, tile_m_of
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
+from kernelscope.kernels.sm90.fragments import check_compact
 from kernelscope.kernels.sm90.pingpong import PingPongTurns
 from kernelscope.kernels.sm90.pipeline import RingPosition
 from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
@@ -304,6 +305,10 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         """The squares of a k-tile's A registers, two bf16 per 32-bit word: the high value is the
         word with its low half cleared (one LOP3), the low value the word shifted up by 16 (one
         shift): both are then exact fp32. Values 2w and 2w + 1 share a word and a row (a_half)."""
+        # The flat word view needs register i to be value i, and both values of a word in one row.
+        check_compact(buf)
+        if cutlass.const_expr(any(self.a_half[v] != self.a_half[v + 1] for v in range(0, values_per_block, 2))):
+            raise AssertionError(f"A fragment values of one 32-bit register sit in two rows: {self.a_half}")
         n = cute.size(buf)
         words = cute.recast_tensor(cute.make_tensor(buf.iterator, cute.make_layout(n)), cutlass.Uint32)
         bits = cute.make_rmem_tensor(cute.make_layout(2), cutlass.Uint32)

@@ -181,6 +181,25 @@ def ncu_ranked(results: list[dict]) -> list[dict]:
 _MESSAGE_TYPES = {"none": 0, "ok": 1, "optimization": 2, "warning": 3, "error": 4}
 
 
+def select_one(profiles: list, selector: str, path: Path):
+    """The one kernel `kernelscope diff` selects with FILE:selector (@INDEX: by position in the
+    file, which is report order)."""
+    from kernelscope.errors import UserError
+    from kernelscope.profiler.selection import select
+    if selector.startswith("@") and selector[1:].isdigit():
+        index = int(selector[1:])
+        if index >= len(profiles):
+            raise InputError(f"{path}: no kernel {selector} (it holds {len(profiles)})")
+        return profiles[index]
+    try:
+        chosen = select(profiles, selector, what=str(path))
+    except UserError as e:
+        raise InputError(str(e)) from None
+    if len(chosen) != 1:
+        raise InputError(f"{path}:{selector} matches {len(chosen)} kernels, not one")
+    return chosen[0]
+
+
 def is_profile_document(path: Path) -> bool:
     """A kernelscope profile document (`show --format json`, xz or not), not an ncu report."""
     return path.name.endswith((".json", ".json.xz"))
@@ -223,27 +242,13 @@ class Reports:
         if not is_profile_document(path):
             action = self.ncu_action(path, selector)
             return action.rule_results_as_dicts(), action.metric_by_name("gpu__time_duration.sum").as_double()
-        from kernelscope.errors import UserError
-        from kernelscope.profiler.selection import select
         from kernelscope.profiler.sources import load_profiles
-        profiles = load_profiles(path)
-        if selector.startswith("@") and selector[1:].isdigit():  # FILE:@INDEX, document order
-            chosen = profiles[int(selector[1:]):int(selector[1:]) + 1]
-        else:
-            try:
-                chosen = select(profiles, selector, what=str(path))
-            except UserError as e:
-                raise InputError(str(e)) from None
-        if len(chosen) != 1:
-            raise InputError(f"{path}:{selector} matches {len(chosen)} kernels, not one")
-        profile = chosen[0]
+        profile = select_one(load_profiles(path), selector, path)
         return [ncu_result_dict(r) for r in profile.ncu_rules], float(profile.value("gpu__time_duration.sum"))
 
     def ncu_action(self, path: Path, selector: str):
         """The ncu_report action of the kernel that `kernelscope diff` selects with FILE:selector."""
-        from kernelscope.errors import UserError
         from kernelscope.profiler.report import import_ncu_report, load_report
-        from kernelscope.profiler.selection import select
         plain = self.plain(path)
         if plain not in self._contexts:
             context = import_ncu_report().load_report(str(plain))
@@ -251,17 +256,7 @@ class Reports:
                        for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
             self._contexts[plain] = (context, actions, load_report(plain))
         _, actions, profiles = self._contexts[plain]
-        if selector.startswith("@") and selector[1:].isdigit():  # FILE:@INDEX, report order
-            if int(selector[1:]) >= len(actions):
-                raise InputError(f"{path}: no kernel {selector} (the report holds {len(actions)})")
-            return actions[int(selector[1:])]
-        try:
-            chosen = select(profiles, selector, what=str(path))
-        except UserError as e:
-            raise InputError(str(e)) from None
-        if len(chosen) != 1:
-            raise InputError(f"{path}:{selector} matches {len(chosen)} kernels, not one")
-        return actions[chosen[0].index]
+        return actions[select_one(profiles, selector, path).index]
 
     def close(self):
         self._tmp.cleanup()

@@ -11,6 +11,7 @@ The scripts run as `python benchmarks/<script>.py`, so this module is imported b
 import argparse
 import functools
 import json
+import lzma
 import math
 import os
 import platform
@@ -508,6 +509,11 @@ def command_line(script: str, argv, python: str = "python3") -> str:
 
 
 def write_json(path: str, result: dict) -> None:
+    """The result as JSON at `path`, xz-compressed when the name ends in .xz."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if path.endswith(".xz"):
+        with lzma.open(path, "wt") as f:
+            json.dump(result, f, indent=1)
+        return
     with open(path, "w") as f:
         json.dump(result, f, indent=1)

@@ -29,8 +29,9 @@ def _parse_args(argv):
     p = bench_parser(__doc__, "subset as BxHxSxD[c] (c: causal), comma separated; default: the suite")
     p.add_argument("--config", help="JSON config for every shape (default: the spec's config for the shape, flash_attn.tuned_config)")
     p.add_argument("--refs", default=",".join(REFERENCES), help="references to time")
-    p.add_argument("--also", help="JSON list of further configs, timed on the causal shapes "
-                                  "(all shapes with --also-all)")
+    p.add_argument("--also", help="JSON list of further configs, each a set of overrides on the "
+                                  "shape's own config; timed on the causal shapes (all shapes "
+                                  "with --also-all)")
     p.add_argument("--also-all", action="store_true", help="time the --also configs on every shape")
     p.add_argument("--rep-ms", type=float, default=60.0, help="timed budget per side and pass")
     p.add_argument("--passes", type=int, default=2, help="round-robin passes per shape")
@@ -110,7 +111,8 @@ def main(args, argv, torch, dev):
             except Exception as e:  # noqa: BLE001 - a reference that cannot run is recorded, not fatal
                 row[name] = {"ms": "n/a", "why": str(e).splitlines()[0][:200]}
         extras = []
-        for extra in [fa.FlashAttnConfig.from_mapping(c) for c in json.loads(args.also or "[]")]:
+        for extra in [fa.FlashAttnConfig.from_mapping({**cfg.to_dict(), **c})
+                      for c in json.loads(args.also or "[]")]:
             if not (shape["causal"] or args.also_all):
                 continue
             inputs["out"].fill_(float("nan"))

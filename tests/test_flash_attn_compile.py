@@ -16,6 +16,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from gemm_testing import assert_no_stack_or_local_memory, opcodes  # noqa: E402
 from kernelscope.kernels import flash_attn as fa  # noqa: E402
+from kernelscope.kernels.sm90.barriers import AttentionBarrier  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
 
 _HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
@@ -144,6 +145,26 @@ def test_three_math_warpgroups_limits():
     with pytest.raises(ConfigRejected, match="128 or 192"):
         fa.validate(fa.FlashAttnConfig(qk_mn=(256, 128)), 64, causal=False)
     assert fa.math_warpgroups(fa.FlashAttnConfig(qk_mn=(192, 128))) == 3
+
+
+_TURN_BAR = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?BAR\.(SYNC\.DEFER_BLOCKING|ARV)\s+(\w+), 0x100 ;",
+                       re.MULTILINE)
+
+
+@pytest.mark.parametrize("qk_mn,D", [((128, 128), 128), ((192, 128), 64)])
+def test_turn_barriers_take_the_warpgroup_index_at_run_time(qk_mn, D):
+    """The math warpgroups' turns (256-thread named barriers) are one bar.sync and one bar.arrive
+    on a barrier id held in a register, never predicated copies per warpgroup: those are issued
+    even when predicated off (2.3x fa4's BARs at D=64; kernels/sm90/pingpong.py)."""
+    ck = fa.compile_flash_attn({"qk_mn": qk_mn}, {"B": 2, "H": 3, "S": 1000, "D": D, "causal": 0})
+    bars = _TURN_BAR.findall(ck.sass)
+    by_register = [(kind, bar_id) for pred, kind, bar_id in bars if re.fullmatch(r"R\d+", bar_id)]
+    constant = [(kind, int(bar_id, 16)) for _, kind, bar_id in bars if not re.fullmatch(r"R\d+", bar_id)]
+    turn_ids = {int(AttentionBarrier.TURN_WG0) + w for w in range(fa.math_warpgroups(fa.FlashAttnConfig(qk_mn=qk_mn)))}
+    # The one constant turn barrier: warpgroup 0's first turn, given once before the loops.
+    assert [c for c in constant if c[1] in turn_ids] == [("ARV", int(AttentionBarrier.TURN_WG0))], constant
+    # Each of the two loops (intra-warpgroup overlap, and a tile's last P V) waits and hands over.
+    assert sorted(kind for kind, _ in by_register) == ["ARV", "ARV", "SYNC.DEFER_BLOCKING", "SYNC.DEFER_BLOCKING"], bars
 
 
 def test_causal_sections_fit_half_of_l2():

@@ -6,10 +6,13 @@ the turns go round a ring. A barrier counts the 128 threads that wait on it plus
 arrive, so `threads` is 256. Someone must arrive on warpgroup 0's barrier once before anyone
 waits (`give_first_turn`), or the first wait never returns.
 
-The barrier id of every bar.sync is a constant: with a run-time id the compiler keeps the id
-(and the branch that picks it) in registers across the in-flight WGMMAs. A warpgroup index known
-at trace time (a Python int) selects the id directly; a run-time (warp-uniform) index selects it
-with one branch per warpgroup, for up to three warpgroups.
+A warpgroup index known at trace time (a Python int) names a constant barrier. A run-time
+(warp-uniform) index names its barrier at run time: one bar.sync and one bar.arrive with the id
+in a register. Picking a constant id by branching instead costs up to three predicated BAR
+instructions per call (each issued, even when predicated off) plus the branch: flash_attn at D=64
+issued 2.3x fa4's BARs that way, and the run-time ids made it 0.8-2.0% faster on every suite shape
+(H100, two paired runs; kernels/flash_attn/NOTES.md). The ids live in uniform registers and move
+to a regular one just before each BAR, so they hold no register across the in-flight WGMMAs.
 """
 
 from __future__ import annotations
@@ -42,12 +45,7 @@ class PingPongTurns:
             if cutlass.const_expr(isinstance(wg, int)):
                 cute.arch.barrier(barrier_id=self._barrier_of(wg), number_of_threads=self.threads)
             else:
-                if wg == 0:
-                    cute.arch.barrier(barrier_id=self.first_barrier, number_of_threads=self.threads)
-                elif wg == 1:
-                    cute.arch.barrier(barrier_id=self.first_barrier + 1, number_of_threads=self.threads)
-                else:
-                    cute.arch.barrier(barrier_id=self.first_barrier + 2, number_of_threads=self.threads)
+                cute.arch.barrier(barrier_id=self.first_barrier + wg, number_of_threads=self.threads)
 
     @cute.jit
     def hand_over(self, wg):
@@ -56,9 +54,6 @@ class PingPongTurns:
             if cutlass.const_expr(isinstance(wg, int)):
                 cute.arch.barrier_arrive(barrier_id=self._barrier_of(wg + 1), number_of_threads=self.threads)
             else:
-                if wg == 0:
-                    cute.arch.barrier_arrive(barrier_id=self.first_barrier + 1, number_of_threads=self.threads)
-                elif wg == self.warpgroups - 1:
-                    cute.arch.barrier_arrive(barrier_id=self.first_barrier, number_of_threads=self.threads)
-                else:
-                    cute.arch.barrier_arrive(barrier_id=self.first_barrier + 2, number_of_threads=self.threads)
+                following = cutlass.select_(wg == self.warpgroups - 1, self.first_barrier,
+                                            self.first_barrier + wg + 1)
+                cute.arch.barrier_arrive(barrier_id=following, number_of_threads=self.threads)

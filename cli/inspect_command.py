@@ -157,10 +157,14 @@ def _inspect_lines(first, second, fmt, top, no_cache):
               help="Compile with line information and group each kernel's SASS by Python file:line, heaviest first "
                    "(with --vs-config: the two configs line by line).")
 @click.option("--top", "top", default=20, show_default=True, help="Lines to list with --lines.")
+@click.option("--loops", "loops", is_flag=True,
+              help="Also list each kernel's loops found in its SASS (backward branches): instructions "
+                   "per iteration, tensor-core MMAs, barriers, uniform-datapath share, commonest opcodes.")
 @click.option("--executed", "executed", default=None, metavar="REPORT[:REGEX|:@INDEX]",
               help="A profile of this kernel: its executed-instruction counts laid over the SASS histogram.")
 @force_option
-def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache, lines, top, executed, force):
+def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_cache, lines, top, loops, executed,
+            force):
     """Compile TARGET for ARCH without a GPU and report its registers, spills, shared memory,
     barriers, SASS instruction histogram and whether the opcodes it declares are present.
 
@@ -199,12 +203,16 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
     catalog = load_catalog()
     titles = {v: catalog.views[v].title for v in STATIC_VIEWS}
     if lines:
+        if loops:
+            raise UserError("--loops and --lines are separate listings: ask for one at a time")
         # The per-line listing replaces the resource tables (and their expected-opcode check).
         return _inspect_lines(first, second, fmt, top, no_cache)
     if second is None:
         if fmt == "json":
             entries = [(p, readings(p, catalog, STATIC_VIEWS)) for p in first.profiles]
             extra = {"inspect": _summary(first)}
+            if loops:
+                extra["loops"] = _loops_json(first)
             if executed:
                 extra["executed"] = [r.to_dict() for r in _heat(first, executed)[0].rows]
             doc = structured.show_document(first.profiles[0].source if first.profiles else target,
@@ -212,6 +220,8 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
             sys.stdout.write(structured.dumps(doc))
         else:
             _print_inspection(make_console(), first, catalog)
+            if loops:
+                _print_loops(make_console(), first, "")
             if executed:
                 from kernelscope.reports.terminal import print_heat
 
@@ -227,12 +237,17 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
             docs = [structured.diff_document(c) for c in comparisons]
             doc = {"schema": "kernelscope.inspect-diff", "schema_version": 1,
                    "a": _summary(first), "b": _summary(second), "comparisons": docs}
+            if loops:
+                doc["a_loops"], doc["b_loops"] = _loops_json(first), _loops_json(second)
             sys.stdout.write(structured.dumps(doc))
         else:
             console = make_console()
             for c in comparisons:
                 terminal.print_comparison(c, console)
                 console.print()
+            if loops:
+                _print_loops(console, first, "A ")
+                _print_loops(console, second, "B ")
 
     missing = [(first, first.missing_expected)] + ([(second, second.missing_expected)] if second else [])
     problems = [f"{i.kernel} ({', '.join(f'{k}={v}' for k, v in i.config.items())}): {' '.join(m)}"
@@ -240,6 +255,23 @@ def inspect(target, configs, vs_configs, shape, dtype, arch, sass_dir, fmt, no_c
     if problems:
         click.echo("kernelscope: expected opcodes missing from the SASS: " + "; ".join(problems), err=True)
         sys.exit(EXIT_EXPECTED_SASS_MISSING)
+
+
+def _loops_json(inspection) -> list[dict]:
+    from kernelscope.toolchain.sass_loops import find_loops
+
+    return [{"kernel": k.profile.name, "index": k.profile.index,
+             "loops": [loop.to_dict() for loop in find_loops(k.sass)]} for k in inspection.kernels]
+
+
+def _print_loops(console, inspection, label: str) -> None:
+    from kernelscope.reports.loops import print_loops
+    from kernelscope.toolchain.sass_loops import find_loops
+
+    settings = ", ".join(f"{k}={v}" for k, v in inspection.config.items())
+    for k in inspection.kernels:
+        print_loops(console, f"{label}[{k.profile.index}] {inspection.kernel} ({settings})", find_loops(k.sass))
+        console.print()
 
 
 def _heat(inspection, spec: str):

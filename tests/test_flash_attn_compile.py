@@ -18,6 +18,7 @@ from gemm_testing import assert_no_stack_or_local_memory, opcodes  # noqa: E402
 from kernelscope.kernels import flash_attn as fa  # noqa: E402
 from kernelscope.kernels.sm90.barriers import AttentionBarrier  # noqa: E402
 from kernelscope.kernels.spec import ConfigRejected  # noqa: E402
+from kernelscope.toolchain.sass_loops import find_loops, innermost  # noqa: E402
 
 _HGMMA = re.compile(r"HGMMA\.\S+\s+(R\d+),\s*(\S+?),")
 
@@ -165,6 +166,10 @@ def test_turn_barriers_take_the_warpgroup_index_at_run_time(qk_mn, D):
     assert [c for c in constant if c[1] in turn_ids] == [("ARV", int(AttentionBarrier.TURN_WG0))], constant
     # Each of the two loops (intra-warpgroup overlap, and a tile's last P V) waits and hands over.
     assert sorted(kind for kind, _ in by_register) == ["ARV", "ARV", "SYNC.DEFER_BLOCKING", "SYNC.DEFER_BLOCKING"], bars
+    # The key-block loop (the innermost loop with WGMMAs): its two turn barriers and nothing else.
+    (key_block,) = [loop for loop in innermost(find_loops(ck.sass)) if loop.opcodes.get("HGMMA")]
+    wgmmas = (qk_mn[1] // 16) + (D // 16)       # P V's k-blocks, then Q K^T's
+    assert key_block.opcodes["HGMMA"] == wgmmas and key_block.opcodes["BAR"] == 2, key_block.to_dict()
 
 
 def test_causal_sections_fit_half_of_l2():

@@ -291,3 +291,21 @@ def test_a_process_that_imported_cutlass_first_still_keeps_cubins_out_of_its_fol
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1].endswith("smem_reverse.py:SPEC")
     assert sorted(p.name for p in work.iterdir()) == []
+
+
+def test_loops_are_listed_in_the_table_and_the_json(cache_dir, target):
+    table = run_cli([target, "--loops"], cache_dir)
+    assert table.returncode == 0, table.stderr
+    assert "loops of the SASS" in table.stdout or "no loop in the SASS" in table.stdout
+    doc = json_of(run_cli([target, "--loops", "--format", "json"], cache_dir))
+    (entry,) = doc["loops"]
+    assert entry["index"] == 0 and isinstance(entry["loops"], list)
+    for loop in entry["loops"]:
+        assert loop["start"] < loop["end"] and loop["instructions"] == sum(loop["opcodes"].values())
+
+
+def test_loops_and_lines_together_are_refused_in_one_line(cache_dir, target):
+    result = run_cli([target, "--loops", "--lines"], cache_dir)
+    assert result.returncode == 2
+    (line,) = error_lines(result.stderr)
+    assert "--loops and --lines" in line

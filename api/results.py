@@ -288,6 +288,13 @@ class Inspection(Result):
     def missing_expected(self) -> list[str]:
         return list(self.inspection.missing_expected)
 
+    def loops(self) -> list[list]:
+        """Each kernel's SASS loops (`inspect --loops`), one list per kernel in address order:
+        toolchain.sass_loops.SassLoop (start, end, depth, opcodes, instructions, wait_loop, to_dict())."""
+        from kernelscope.toolchain.sass_loops import find_loops
+
+        return [find_loops(k.sass) for k in self.inspection.kernels]
+
     def summary(self) -> dict[str, Any]:
         i = self.inspection
         return {"target": i.target, "kernel": i.kernel, "arch": i.arch, "dtype": i.dtype, "config": i.config,

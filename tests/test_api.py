@@ -163,3 +163,15 @@ def test_gpu_calls_without_a_gpu_are_environment_errors():
         with pytest.raises(ks.UserError, match="no CUDA GPU") as e:
             call()
         assert e.value.exit_code == 3
+
+
+def test_inspection_lists_the_loops_the_cli_lists():
+    import kernelscope as ks
+    from kernelscope.toolchain.sass_loops import innermost
+
+    inspection = ks.inspect("gemm")
+    (loops,) = inspection.loops()
+    # The consumers' k-tile loop: one WGMMA group of tile_k / 16 = 4 HGMMA per k-tile.
+    mma_loops = [loop for loop in innermost(loops) if loop.opcodes.get("HGMMA")]
+    assert [loop.opcodes["HGMMA"] for loop in mma_loops] == [4]
+    assert all(loop.to_dict()["instructions"] == loop.instructions for loop in loops)

@@ -104,3 +104,22 @@ def test_launch_context_summary_of_a_missing_report_is_one_line_and_exit_2(tmp_p
     assert gemm_launch_context.main(["--summarize", str(tmp_path / "none.ncu-rep")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("gemm_launch_context: ") and "\n" not in err
+
+
+def test_result_files_named_xz_are_xz(tmp_path):
+    import json
+    import lzma
+
+    from _bench_common import write_json
+
+    write_json(str(tmp_path / "r.json.xz"), {"ratio": 1.0})
+    write_json(str(tmp_path / "r.json"), {"ratio": 1.0})
+    assert json.load(lzma.open(tmp_path / "r.json.xz")) == {"ratio": 1.0}
+    assert json.loads((tmp_path / "r.json").read_text()) == {"ratio": 1.0}
+
+
+def test_committed_result_files_named_xz_are_xz():
+    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+    for path in results.glob("*.xz"):
+        with path.open("rb") as f:
+            assert f.read(6) == b"\xfd7zXZ\x00", f"{path.name} is not xz-compressed"

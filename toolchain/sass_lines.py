@@ -39,6 +39,18 @@ def listed_instruction(line: str) -> ListedInstruction | None:
     return ListedInstruction(int(m.group(1), 16), m.group(2) + m.group(3), m.group(3))
 
 
+def listed_opcode(line: str) -> tuple[ListedInstruction, str] | None:
+    """The instruction on one listing line and its opcode (with modifiers); None for any other
+    line, directives and labels included."""
+    listed = listed_instruction(line)
+    if listed is None:
+        return None
+    opcode = listed.instruction.split(" ", 1)[0]
+    if not opcode or not opcode[0].isalpha():
+        return None
+    return listed, opcode
+
+
 @dataclass(frozen=True)
 class LinedInstruction:
     """One instruction of a function's SASS and the source line it came from (None: none given)."""
@@ -72,12 +84,10 @@ def parse_nvdisasm_lines(text: str) -> dict[str, list[LinedInstruction]]:
         if m:
             where = (m.group(1), int(m.group(2)))
             continue
-        listed = listed_instruction(raw)
-        if listed is None:
+        found = listed_opcode(raw)
+        if found is None:
             continue
-        opcode = listed.instruction.split(" ", 1)[0]
-        if not opcode or not opcode[0].isalpha():
-            continue
+        listed, opcode = found
         out[function].append(LinedInstruction(
             function=function, offset=listed.offset, opcode=opcode, text=listed.text,
             file=where[0] if where else None, line=where[1] if where else None))

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kernelscope.toolchain.sass_lines import listed_instruction
+from kernelscope.toolchain.sass_lines import listed_opcode
 
 # A branch target: a hex offset (cuobjdump) or a label (nvdisasm: `(.L_x_12)).
 _TARGET = re.compile(r"(?:\b0x([0-9a-fA-F]+)|`\(([.\w]+)\))\s*$")
@@ -67,12 +67,10 @@ def find_loops(listing: str) -> list[SassLoop]:
         if label:
             pending.append(label.group(1))
             continue
-        listed = listed_instruction(raw)
-        if listed is None:
+        found = listed_opcode(raw)
+        if found is None:
             continue
-        opcode = listed.instruction.split(" ", 1)[0]
-        if not opcode or not opcode[0].isalpha():
-            continue
+        listed, opcode = found
         for name in pending:
             labels[name] = listed.offset
         pending = []

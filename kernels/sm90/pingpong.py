@@ -10,7 +10,7 @@ A warpgroup index known at trace time (a Python int) names a constant barrier. A
 (warp-uniform) index names its barrier at run time: one bar.sync and one bar.arrive with the id
 in a register. Picking a constant id by branching instead costs up to three predicated BAR
 instructions per call (each issued, even when predicated off) plus the branch: flash_attn at D=64
-issued 2.3x fa4's BARs that way, and the run-time ids made it 0.8-2.0% faster on every suite shape
+issued 2.3x fa4's BARs that way, and the run-time ids made it 0.5-2.0% faster on every suite shape
 (H100, two paired runs; kernels/flash_attn/NOTES.md). The ids live in uniform registers and move
 to a regular one just before each BAR, so they hold no register across the in-flight WGMMAs.
 """

@@ -77,6 +77,9 @@ class FlashAttnConfig(KernelConfig):
     # 16/32 KiB (3 stages, or wider key blocks, at D=128); the next tile's Q then waits until O's
     # TMA stores have read it.
     o_reuses_q: bool = False
+    # Of every 8 scores of a row, how many take exp2 by a polynomial on the FMA/ALU pipes instead
+    # of the MUFU (kernels/sm90/softmax.py): 0..4.
+    polynomial_exp2: int = 0
 
 
 def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
@@ -120,6 +123,9 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             f"qk_mn={(tm, tn)} at head dim {head_dim} locks {tn // 2 + tn // 4 + head_dim // 2} "
             f"registers per thread in S, P and O, over the {LOCKED_REGS_MAX[wgs]} that {wgs} math "
             f"warpgroups ({REGISTER_SPLIT[wgs][1]} registers each) can spare")
+    if cfg.polynomial_exp2 not in range(5) or isinstance(cfg.polynomial_exp2, bool):
+        raise ConfigRejected(f"polynomial_exp2 (of every 8 scores, how many by polynomial) must be "
+                             f"0..4, got {cfg.polynomial_exp2!r}")
     if cfg.num_stages not in (2, 3):
         raise ConfigRejected(f"num_stages must be 2 or 3, got {cfg.num_stages}")
     if cfg.cluster_size_m != 1:

@@ -318,7 +318,7 @@ class FlashAttentionSm90:
 
         thr_qk = tiled_mma_qk.get_slice(ctidx)
 
-        softmax = OnlineSoftmax(scale_log2, self.s_half, self.o_half)
+        softmax = OnlineSoftmax(scale_log2, self.s_half, self.o_half, self.cfg.polynomial_exp2)
 
         signals = lane == 0
         tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma_pv, ctidx)

@@ -12,8 +12,69 @@ exponential. All methods run at trace time inside a @cute.kernel and unroll over
 
 from __future__ import annotations
 
+import math
+import struct
+
 import cutlass
 import cutlass.cute as cute
+from cutlass._mlir.dialects import llvm
+
+
+def exp2_polynomial_coefficients(degree: int = 3) -> list[float]:
+    """Coefficients c[0..degree] of the polynomial that interpolates 2^f at the Chebyshev nodes
+    of [-0.5, 0.5] (near-minimax; degree 3: relative error 1.0e-4, a twentieth of a bf16 P's
+    rounding). Solved in plain Python by Gauss-Jordan elimination."""
+    n = degree + 1
+    nodes = [0.5 * math.cos((2 * k + 1) * math.pi / (2 * n)) for k in range(n)]
+    rows = [[x ** j for j in range(n)] + [2.0 ** x] for x in nodes]
+    for i in range(n):
+        pivot = max(range(i, n), key=lambda r: abs(rows[r][i]))
+        rows[i], rows[pivot] = rows[pivot], rows[i]
+        for r in range(n):
+            if r != i:
+                f = rows[r][i] / rows[i][i]
+                rows[r] = [a - f * b for a, b in zip(rows[r], rows[i])]
+    return [rows[i][n] / rows[i][i] for i in range(n)]
+
+
+def _ptx_f32(value: float) -> str:
+    return "0f%08X" % struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def _exp2_polynomial_asm() -> str:
+    # x (log2 units, <= 0; -inf where masked) clamped to -125 so that the exponent arithmetic
+    # cannot wrap (2^-125 stands for 0: it adds nothing a bf16/fp16 P or an fp32 sum can see).
+    # j = round(x) by the 1.5 * 2^23 trick (the integer lands in the low mantissa bits of r),
+    # f = x - j in [-0.5, 0.5], 2^f by Horner, then j added to the exponent field.
+    c0, c1, c2, c3 = (_ptx_f32(c) for c in exp2_polynomial_coefficients(3))
+    magic = _ptx_f32(12582912.0)
+    return ("{ .reg .f32 x, r, j, f, p; .reg .b32 e, pb;\n"
+            f"max.ftz.f32 x, $1, {_ptx_f32(-125.0)};\n"
+            f"add.rn.ftz.f32 r, x, {magic};\n"
+            f"sub.rn.ftz.f32 j, r, {magic};\n"
+            "sub.rn.ftz.f32 f, x, j;\n"
+            f"fma.rn.ftz.f32 p, f, {c3}, {c2};\n"
+            f"fma.rn.ftz.f32 p, p, f, {c1};\n"
+            f"fma.rn.ftz.f32 p, p, f, {c0};\n"
+            "shl.b32 e, r, 23;\n"
+            "mov.b32 pb, p;\n"
+            "add.s32 e, e, pb;\n"
+            "mov.b32 $0, e; }")
+
+
+EXP2_POLYNOMIAL_ASM = _exp2_polynomial_asm()
+
+
+def exp2_polynomial(x):
+    """2^x on the FMA and ALU pipes instead of the MUFU (XU) pipe, for x <= 0 (see the asm)."""
+    return cutlass.Float32(llvm.inline_asm(
+        cutlass.Float32.mlir_type, [cutlass.Float32(x).ir_value()], EXP2_POLYNOMIAL_ASM, "=f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT))
+
+
+def polynomial_slots(per_8: int) -> frozenset[int]:
+    """Which positions of every 8 scores of a row take the polynomial: `per_8` of them, spread."""
+    return frozenset({0: (), 1: (7,), 2: (3, 7), 3: (2, 5, 7), 4: (1, 3, 5, 7)}[per_8])
 
 
 def tree_reduce(values: list, op, chains: int = 4):
@@ -32,8 +93,10 @@ def tree_reduce(values: list, op, chains: int = 4):
 class OnlineSoftmax:
     """Row state of one math thread: running max, running sum, last rescale factor (two rows)."""
 
-    def __init__(self, scale_log2, s_half: tuple[int, ...], o_half: tuple[int, ...]):
+    def __init__(self, scale_log2, s_half: tuple[int, ...], o_half: tuple[int, ...],
+                 polynomial_exp2_per_8: int = 0):
         self.scale_log2 = scale_log2
+        self.polynomial = polynomial_slots(polynomial_exp2_per_8)
         self.s_half = s_half
         self.o_half = o_half
         self.row_max = cute.make_rmem_tensor((2,), cutlass.Float32)
@@ -70,8 +133,11 @@ class OnlineSoftmax:
             else:
                 row_scale[h] = cute.math.exp2(row_max[h] * scale_log2 - m_scaled, fastmath=True)
             row_max[h] = m
-            for i in vals:
-                acc_s[i] = cute.math.exp2(acc_s[i] * scale_log2 - m_scaled, fastmath=True)
+            for k, i in enumerate(vals):
+                if cutlass.const_expr(k % 8 in self.polynomial):
+                    acc_s[i] = exp2_polynomial(acc_s[i] * scale_log2 - m_scaled)
+                else:
+                    acc_s[i] = cute.math.exp2(acc_s[i] * scale_log2 - m_scaled, fastmath=True)
             total = tree_reduce([acc_s[i] for i in vals], lambda a, b: a + b)
             if cutlass.const_expr(first):
                 row_sum[h] = total

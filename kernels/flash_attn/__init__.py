@@ -53,6 +53,7 @@ HEAD_DIMS = (64, 128)
 # Math warpgroups (64 query rows each) -> (producer, math) registers per thread after
 # setmaxnreg: 128 x producer + 128 x math_wgs x math <= 65536.
 REGISTER_SPLIT = {2: (24, 240), 3: (32, 160)}
+ROW_SUM_N = 8               # columns of ones that row_sums_by_mma multiplies P by
 EPI_N = 32                  # epilogue subtile width (columns of O)
 LOG2E = 1.4426950408889634
 
@@ -66,7 +67,7 @@ FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
 class FlashAttnConfig(KernelConfig):
     KERNEL = "flash_attn"
     PAIRS = ("qk_mn",)
-    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q")
+    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q", "row_sums_by_mma")
 
     qk_mn: tuple[int, int] = (128, 128)
     num_stages: int = 2
@@ -80,6 +81,9 @@ class FlashAttnConfig(KernelConfig):
     # Of every 8 scores of a row, how many take exp2 by a polynomial on the FMA/ALU pipes instead
     # of the MUFU (kernels/sm90/softmax.py): 0..4.
     polynomial_exp2: int = 0
+    # Row sums of P by an extra WGMMA (P times a block of ones, N = 8) in P V's commit group,
+    # instead of FADDs in the softmax.
+    row_sums_by_mma: bool = False
 
 
 def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
@@ -87,7 +91,8 @@ def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
     q = tm * head_dim * 2
     kv = 2 * cfg.num_stages * tn * head_dim * 2
     o = 0 if cfg.o_reuses_q else tm * EPI_N * 2 * epi_stages(head_dim)
-    return q + kv + o + SMEM_RESERVED_BYTES
+    ones = -(-ROW_SUM_N * tn * 2 // 1024) * 1024 if cfg.row_sums_by_mma else 0
+    return q + kv + o + ones + SMEM_RESERVED_BYTES
 
 
 def epi_stages(head_dim: int) -> int:
@@ -132,8 +137,9 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
         raise ConfigRejected(
             f"cluster_size_m must be 1 (K/V multicast across query tiles is not built), "
             f"got {cfg.cluster_size_m}")
-    if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q)):
-        raise ConfigRejected("intra_wg_overlap, pingpong and o_reuses_q must be true or false")
+    if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q,
+                                             cfg.row_sums_by_mma)):
+        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q and row_sums_by_mma must be true or false")
     if head_dim is not None:
         if head_dim not in HEAD_DIMS:
             raise ConfigRejected(f"head dim must be one of {HEAD_DIMS}, got {head_dim}")

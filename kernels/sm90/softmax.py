@@ -94,8 +94,11 @@ class OnlineSoftmax:
     """Row state of one math thread: running max, running sum, last rescale factor (two rows)."""
 
     def __init__(self, scale_log2, s_half: tuple[int, ...], o_half: tuple[int, ...],
-                 polynomial_exp2_per_8: int = 0):
+                 polynomial_exp2_per_8: int = 0, l_half: tuple[int, ...] | None = None):
         self.scale_log2 = scale_log2
+        # With l_half, the row sums come from an MMA (P times ones, accumulator L, its row map
+        # l_half) and the softmax keeps none.
+        self.l_half = l_half
         self.polynomial = polynomial_slots(polynomial_exp2_per_8)
         self.s_half = s_half
         self.o_half = o_half
@@ -138,26 +141,35 @@ class OnlineSoftmax:
                     acc_s[i] = exp2_polynomial(acc_s[i] * scale_log2 - m_scaled)
                 else:
                     acc_s[i] = cute.math.exp2(acc_s[i] * scale_log2 - m_scaled, fastmath=True)
-            total = tree_reduce([acc_s[i] for i in vals], lambda a, b: a + b)
-            if cutlass.const_expr(first):
-                row_sum[h] = total
-            else:
-                row_sum[h] = row_sum[h] * row_scale[h] + total
+            if cutlass.const_expr(self.l_half is None):
+                total = tree_reduce([acc_s[i] for i in vals], lambda a, b: a + b)
+                if cutlass.const_expr(first):
+                    row_sum[h] = total
+                else:
+                    row_sum[h] = row_sum[h] * row_scale[h] + total
 
     @cute.jit
-    def rescale(self, acc_o):
-        """O times the factor the last step applied to its rows' running max."""
+    def rescale(self, acc_o, sums=None):
+        """O (and L, the MMA's row sums) times the factor the last step applied to its rows'
+        running max."""
         for i in cutlass.range_constexpr(cute.size(acc_o)):
             acc_o[i] = acc_o[i] * self.row_scale[self.o_half[i]]
+        if cutlass.const_expr(sums is not None):
+            acc_l = sums[1]
+            for i in cutlass.range_constexpr(cute.size(acc_l)):
+                acc_l[i] = acc_l[i] * self.row_scale[self.l_half[i]]
 
     @cute.jit
-    def finalize(self, acc_o):
-        """O / rowsum: the quad's partial sums first."""
+    def finalize(self, acc_o, sums=None):
+        """O / rowsum: the quad's partial sums first (or the MMA's sums, whole already)."""
         row_sum = self.row_sum
         for h in cutlass.range_constexpr(2):
-            s = row_sum[h]
-            s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
-            s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
+            if cutlass.const_expr(sums is not None):
+                s = sums[1][self.l_half.index(h)]
+            else:
+                s = row_sum[h]
+                s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
+                s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
             row_sum[h] = cute.arch.rcp_approx(s)
         for i in cutlass.range_constexpr(cute.size(acc_o)):
             acc_o[i] = acc_o[i] * row_sum[self.o_half[i]]

@@ -53,6 +53,7 @@ HEAD_DIMS = (64, 128)
 # Math warpgroups (64 query rows each) -> (producer, math) registers per thread after
 # setmaxnreg: 128 x producer + 128 x math_wgs x math <= 65536.
 REGISTER_SPLIT = {2: (24, 240), 3: (32, 160)}
+COUNTER_WORDS = 2           # the work queue's global counter (kernels/sm90/work_queue.py)
 ROW_SUM_N = 8               # columns of ones that row_sums_by_mma multiplies P by
 EPI_N = 32                  # epilogue subtile width (columns of O)
 LOG2E = 1.4426950408889634
@@ -67,7 +68,7 @@ FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
 class FlashAttnConfig(KernelConfig):
     KERNEL = "flash_attn"
     PAIRS = ("qk_mn",)
-    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q", "row_sums_by_mma")
+    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q", "row_sums_by_mma", "dynamic_schedule")
 
     qk_mn: tuple[int, int] = (128, 128)
     num_stages: int = 2
@@ -84,6 +85,9 @@ class FlashAttnConfig(KernelConfig):
     # Row sums of P by an extra WGMMA (P times a block of ones, N = 8) in P V's commit group,
     # instead of FADDs in the softmax.
     row_sums_by_mma: bool = False
+    # Work items (query tiles) taken from a global counter by the next free CTA instead of a
+    # fixed stride (kernels/sm90/work_queue.py).
+    dynamic_schedule: bool = False
 
 
 def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
@@ -92,7 +96,8 @@ def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
     kv = 2 * cfg.num_stages * tn * head_dim * 2
     o = 0 if cfg.o_reuses_q else tm * EPI_N * 2 * epi_stages(head_dim)
     ones = -(-ROW_SUM_N * tn * 2 // 1024) * 1024 if cfg.row_sums_by_mma else 0
-    return q + kv + o + ones + SMEM_RESERVED_BYTES
+    work = 1024 if cfg.dynamic_schedule else 0      # the work queue's slots, one aligned buffer
+    return q + kv + o + ones + work + SMEM_RESERVED_BYTES
 
 
 def epi_stages(head_dim: int) -> int:
@@ -138,8 +143,9 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             f"cluster_size_m must be 1 (K/V multicast across query tiles is not built), "
             f"got {cfg.cluster_size_m}")
     if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q,
-                                             cfg.row_sums_by_mma)):
-        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q and row_sums_by_mma must be true or false")
+                                             cfg.row_sums_by_mma, cfg.dynamic_schedule)):
+        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q, row_sums_by_mma and dynamic_schedule "
+                             "must be true or false")
     if head_dim is not None:
         if head_dim not in HEAD_DIMS:
             raise ConfigRejected(f"head dim must be one of {HEAD_DIMS}, got {head_dim}")
@@ -222,6 +228,7 @@ def check_fragments(tv_s, tv_o, tv_p, threads: int, tile_m: int, s_values: int, 
 # ---------------------------------------------------------------------------------------------
 
 def _fake_operands(dtype: str, head_dim: int):
+    import cutlass
     import cutlass.cute as cute
     from cutlass.cute.runtime import make_fake_compact_tensor
 
@@ -229,7 +236,7 @@ def _fake_operands(dtype: str, head_dim: int):
     b, s, h = cute.sym_int32(), cute.sym_int32(), cute.sym_int32()
     # (B, S, H, D) row-major; the head dim is static, so every stride but D's is a multiple of it.
     return [make_fake_compact_tensor(dt, (b, s, h, head_dim), stride_order=(3, 2, 1, 0), assumed_align=16)
-            for _ in range(4)]
+            for _ in range(4)] + [make_fake_compact_tensor(cutlass.Int32, (cute.sym_int32(),))]
 
 
 @functools.lru_cache(maxsize=64)
@@ -245,7 +252,7 @@ def _compiled(cfg: FlashAttnConfig, dtype: str, head_dim: int, causal: bool, use
     if use_gpu_tensors:
         import torch
         x = torch.empty((1, 128, 1, head_dim), dtype=getattr(torch, dtype), device="cuda")
-        args = [cute_build.to_cute(x, leading_dim=3) for _ in range(4)]
+        args = [cute_build.to_cute(x, leading_dim=3) for _ in range(4)] + [_work_counter(x.device)]
         stream = cute_build.current_stream()
     else:
         args = _fake_operands(dtype, head_dim)
@@ -256,6 +263,14 @@ def _compiled(cfg: FlashAttnConfig, dtype: str, head_dim: int, causal: bool, use
 
     key = (cfg, dtype, head_dim, causal)
     return launch_cache.reusable("flash_attn", key, build) if use_gpu_tensors else build()
+
+
+def _work_counter(device):
+    """The work queue's global words (kernels/sm90/work_queue.py), zero, owned by one launcher
+    (the kernel leaves them zero after each launch). Passed to every variant; only those with
+    dynamic_schedule read them."""
+    import torch
+    return cute_build.to_cute(torch.zeros(COUNTER_WORDS, dtype=torch.int32, device=device), leading_dim=0)
 
 
 def _config_of(config) -> FlashAttnConfig:
@@ -310,7 +325,8 @@ def bind_flash_attn(cfg: FlashAttnConfig, inputs) -> Callable[[], Any]:
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     import cutlass
     compiled = _compiled(cfg, dtype, D, causal, True)
-    args = (*(cute_build.to_cute(t, leading_dim=3) for t in (q, k, v, out)), cutlass.Float32(scale * LOG2E),
+    args = (*(cute_build.to_cute(t, leading_dim=3) for t in (q, k, v, out)), _work_counter(q.device),
+            cutlass.Float32(scale * LOG2E),
             sm_count(), section_heads(S, D, q.element_size(), B * H), cute_build.current_stream())
     return cute_build.launcher(compiled, args)
 

@@ -21,6 +21,7 @@ from kernelscope.kernels.sm90.pingpong import PingPongTurns
 from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing
 from kernelscope.kernels.sm90.shared_storage import shared_storage
 from kernelscope.kernels.sm90.softmax import OnlineSoftmax
+from kernelscope.kernels.sm90.work_queue import BARRIER_WORDS as WORK_BARRIER_WORDS, SLOTS as WORK_SLOTS, WorkQueue
 
 
 def pack_16bit(lo, hi, ptx_type: str):
@@ -61,7 +62,7 @@ class FlashAttentionSm90:
 
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor,
-                 scale_log2: cutlass.Float32, max_ctas: cutlass.Int32, section_heads: cutlass.Int32,
+                 mCounter: cute.Tensor, scale_log2: cutlass.Float32, max_ctas: cutlass.Int32, section_heads: cutlass.Int32,
                  stream):
         D = self.head_dim
         tm, tn = self.tile_m, self.tile_n
@@ -124,11 +125,14 @@ class FlashAttentionSm90:
             buffers.append(("sO", self.dtype, sO_layout))
         if cutlass.const_expr(self.cfg.row_sums_by_mma):
             buffers.append(("sOnes", self.dtype, sOnes_layout))
-        # Barriers: the K and V rings (full and empty per stage), then Q's full and empty.
-        self.storage = shared_storage(4 * self.stages + 2, buffers)
+        if cutlass.const_expr(self.cfg.dynamic_schedule):
+            buffers.append(("work", cutlass.Int32, cute.make_layout(WORK_SLOTS)))
+        # Barriers: the K and V rings (full and empty per stage), Q's full and empty, then the
+        # work queue's.
+        self.storage = shared_storage(4 * self.stages + 2 + WORK_BARRIER_WORDS, buffers)
         self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv,
                     tiled_mma_sum, sQ_layout, sK_layout, sV_layout, sO_layout, sOnes_layout, seqlen, heads, m_blocks, num_work,
-                    scale_log2, section_heads).launch(
+                    scale_log2, section_heads, mCounter).launch(
             grid=[ctas, 1, 1], block=[self.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
 
     @cute.kernel
@@ -139,7 +143,8 @@ class FlashAttentionSm90:
                sV_layout: cute.ComposedLayout, sO_layout: cute.ComposedLayout,
                sOnes_layout: cute.ComposedLayout,
                seqlen: cutlass.Int32, heads: cutlass.Int32, m_blocks: cutlass.Int32,
-               num_work: cutlass.Int32, scale_log2: cutlass.Float32, section_heads: cutlass.Int32):
+               num_work: cutlass.Int32, scale_log2: cutlass.Float32, section_heads: cutlass.Int32,
+               mCounter: cute.Tensor):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_work, _, _ = cute.arch.block_idx()
@@ -165,6 +170,11 @@ class FlashAttentionSm90:
         q_empty = q_full + 1
         k_ring.init(warp_idx)
         v_ring.init(warp_idx)
+        queue = None
+        if cutlass.const_expr(self.cfg.dynamic_schedule):
+            queue = WorkQueue(mCounter.iterator, storage.work.get_tensor(cute.make_layout(WORK_SLOTS)),
+                              q_empty + 1, math_warps)
+            queue.init(warp_idx)
         if warp_idx == 0:
             with cute.arch.elect_one():
                 cute.arch.mbarrier_init(q_full, 1)
@@ -198,12 +208,12 @@ class FlashAttentionSm90:
             if warp_idx == 0:
                 self.produce(tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring,
                              q_full, q_empty, q_bytes, seqlen, heads, m_blocks, num_work,
-                             first_work, work_stride, section_heads)
+                             first_work, work_stride, section_heads, queue)
         else:
             cute.arch.setmaxregister_increase(REGISTER_SPLIT[self.math_wgs][1])
             self.consume(tiled_mma_qk, tiled_mma_pv, tiled_mma_sum, tma_o, tO, sQ, sK, sV, sO, sOnes, k_ring, v_ring,
                          q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work,
-                         work_stride, scale_log2, tidx - 128, warp_idx, section_heads)
+                         work_stride, scale_log2, tidx - 128, warp_idx, section_heads, queue)
 
     # -- schedule ---------------------------------------------------------------------------
     @cute.jit
@@ -262,12 +272,15 @@ class FlashAttentionSm90:
     @cute.jit
     def produce(self, tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring, q_full,
                 q_empty, q_bytes, seqlen, heads, m_blocks, num_work, first_work, work_stride,
-                section_heads):
+                section_heads, queue=None):
         D = self.head_dim
+        lane = cute.arch.lane_idx()
         position = RingPosition.producer_start(self.stages)
         q_phase = cutlass.Int32(1)
         wave = cutlass.Int32(0)
         work = first_work
+        if cutlass.const_expr(queue is not None):
+            queue.publish(work, wave, lane)
         while work < num_work:
             m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads, seqlen)
             gQ = cute.local_tile(tQ[(None, None, head, batch)], (self.tile_m, D), (None, 0))
@@ -305,7 +318,13 @@ class FlashAttentionSm90:
                           tma_bar_ptr=v_ring.full_barrier(position.index))
                 position = position.next()
             wave += 1
-            work = self.nth_work(wave, first_work, work_stride)
+            if cutlass.const_expr(queue is not None):
+                work = queue.take(lane, work_stride)
+                queue.publish(work, wave, lane)
+            else:
+                work = self.nth_work(wave, first_work, work_stride)
+        if cutlass.const_expr(queue is not None):
+            queue.finish(lane, work_stride)
         k_ring.producer_drain(position)
         v_ring.producer_drain(position)
 
@@ -313,7 +332,7 @@ class FlashAttentionSm90:
     @cute.jit
     def consume(self, tiled_mma_qk, tiled_mma_pv, tiled_mma_sum, tma_o, tO, sQ, sK, sV, sO, sOnes, k_ring, v_ring,
                 q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work, work_stride,
-                scale_log2, ctidx, warp_idx, section_heads):
+                scale_log2, ctidx, warp_idx, section_heads, queue=None):
         D = self.head_dim
         tm, tn = self.tile_m, self.tile_n
         lane = cute.arch.lane_idx()
@@ -363,6 +382,8 @@ class FlashAttentionSm90:
         q_phase = cutlass.Int32(0)
         wave = cutlass.Int32(0)
         work = first_work
+        if cutlass.const_expr(queue is not None):
+            work = queue.receive(wave, lane)
         while work < num_work:
             m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads, seqlen)
             # O needs no zeroing: the tile's first P V overwrites it (ACCUMULATE off), so no
@@ -452,7 +473,10 @@ class FlashAttentionSm90:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
                     self.release_q(q_empty, signals)
             wave += 1
-            work = self.nth_work(wave, first_work, work_stride)
+            if cutlass.const_expr(queue is not None):
+                work = queue.receive(wave, lane)
+            else:
+                work = self.nth_work(wave, first_work, work_stride)
         self.epilogue.drain(warp_idx)
 
     # -- pieces of the math loop ------------------------------------------------------------

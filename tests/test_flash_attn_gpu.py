@@ -133,13 +133,14 @@ def test_o_staged_in_q_buffer(config, B, H, S, D, causal):
     # Three math warpgroups with 3 stages.
     ({"qk_mn": (192, 128), "num_stages": 3}, (4, 8, 1111, 64, False, "bfloat16", 0),
      (2, 8, 4096, 64, False, "float16", 1)),
-    # Work taken from a counter at run time: the kernel must leave the counter at zero for the
-    # next launch of the same launcher (a skipped tile would leave NaN).
-    ({"dynamic_schedule": True}, (4, 8, 1111, 128, True, "bfloat16", 0), (2, 16, 4096, 128, False, "bfloat16", 2)),
-    ({"qk_mn": (192, 128), "dynamic_schedule": True}, (3, 7, 2500, 64, False, "bfloat16", 0),
-     (1, 1, 1, 64, False, "float16", 1)),
-], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages", "dynamic-schedule",
-        "dynamic-schedule-three-warpgroups"])
+    # Work taken from a counter at run time (the default): the kernel must leave the counter at
+    # zero for the next launch of the same launcher (a skipped tile would leave NaN).
+    (DEFAULT, (4, 8, 1111, 128, True, "bfloat16", 0), (2, 16, 4096, 128, False, "bfloat16", 2)),
+    ({"qk_mn": (192, 128)}, (3, 7, 2500, 64, False, "bfloat16", 0), (1, 1, 1, 64, False, "float16", 1)),
+    # The fixed stride (CTA c takes c, c + grid, ...).
+    ({"dynamic_schedule": False}, (4, 8, 1111, 128, True, "bfloat16", 0), (3, 5, 1000, 64, True, "bfloat16", 1)),
+], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages", "work-queue",
+        "work-queue-three-warpgroups", "fixed-stride"])
 def test_repeated_launches_give_the_same_bits(config, first, second):
     """50 launches of the same variant write the same bits, then another shape is still right."""
     inputs, launch = check(config, *first)

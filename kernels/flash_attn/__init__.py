@@ -9,7 +9,9 @@ math warpgroup
 against K/V blocks of 128 rows (or qk_mn[1], see below).
 - Producer: warp 0 walks the persistent schedule (work = (query tile, head, batch), the query
   tiles of one head in a row so that its K and V stay in L2; causal: longest tiles first) and
-  issues TMA loads. Q has its own full/empty mbarrier pair: the math warps release it after the
+  issues TMA loads. With dynamic_schedule (the default) a CTA's next work item is the next one
+  not yet taken (a global counter, kernels/sm90/work_queue.py), handed to the math warps through
+  shared memory; otherwise CTA c takes c, c + grid, ... Q has its own full/empty mbarrier pair: the math warps release it after the
   last Q K^T of a tile, and the next tile's Q is loaded while they finish P V and the epilogue.
   K and V go through two rings of `num_stages` buffers (kernels/sm90/pipeline.py, TmaRing), so
   Q K^T of a block can start before its V has landed. The producer warpgroup gives registers
@@ -54,7 +56,6 @@ HEAD_DIMS = (64, 128)
 # setmaxnreg: 128 x producer + 128 x math_wgs x math <= 65536.
 REGISTER_SPLIT = {2: (24, 240), 3: (32, 160)}
 COUNTER_WORDS = 2           # the work queue's global counter (kernels/sm90/work_queue.py)
-ROW_SUM_N = 8               # columns of ones that row_sums_by_mma multiplies P by
 EPI_N = 32                  # epilogue subtile width (columns of O)
 LOG2E = 1.4426950408889634
 
@@ -68,7 +69,7 @@ FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
 class FlashAttnConfig(KernelConfig):
     KERNEL = "flash_attn"
     PAIRS = ("qk_mn",)
-    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q", "row_sums_by_mma", "dynamic_schedule")
+    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q", "dynamic_schedule")
 
     qk_mn: tuple[int, int] = (128, 128)
     num_stages: int = 2
@@ -79,15 +80,10 @@ class FlashAttnConfig(KernelConfig):
     # 16/32 KiB (3 stages, or wider key blocks, at D=128); the next tile's Q then waits until O's
     # TMA stores have read it.
     o_reuses_q: bool = False
-    # Of every 8 scores of a row, how many take exp2 by a polynomial on the FMA/ALU pipes instead
-    # of the MUFU (kernels/sm90/softmax.py): 0..4.
-    polynomial_exp2: int = 0
-    # Row sums of P by an extra WGMMA (P times a block of ones, N = 8) in P V's commit group,
-    # instead of FADDs in the softmax.
-    row_sums_by_mma: bool = False
-    # Work items (query tiles) taken from a global counter by the next free CTA instead of a
-    # fixed stride (kernels/sm90/work_queue.py).
-    dynamic_schedule: bool = False
+    # Work items (query tiles) taken from a global counter by the next free CTA (kernels/sm90/
+    # work_queue.py) instead of a fixed stride: the SMs finish together where tiles differ in
+    # cost (causal) and where the tile count is not a multiple of the CTAs.
+    dynamic_schedule: bool = True
 
 
 def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
@@ -95,9 +91,8 @@ def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
     q = tm * head_dim * 2
     kv = 2 * cfg.num_stages * tn * head_dim * 2
     o = 0 if cfg.o_reuses_q else tm * EPI_N * 2 * epi_stages(head_dim)
-    ones = -(-ROW_SUM_N * tn * 2 // 1024) * 1024 if cfg.row_sums_by_mma else 0
     work = 1024 if cfg.dynamic_schedule else 0      # the work queue's slots, one aligned buffer
-    return q + kv + o + ones + work + SMEM_RESERVED_BYTES
+    return q + kv + o + work + SMEM_RESERVED_BYTES
 
 
 def epi_stages(head_dim: int) -> int:
@@ -133,9 +128,6 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             f"qk_mn={(tm, tn)} at head dim {head_dim} locks {tn // 2 + tn // 4 + head_dim // 2} "
             f"registers per thread in S, P and O, over the {LOCKED_REGS_MAX[wgs]} that {wgs} math "
             f"warpgroups ({REGISTER_SPLIT[wgs][1]} registers each) can spare")
-    if cfg.polynomial_exp2 not in range(5) or isinstance(cfg.polynomial_exp2, bool):
-        raise ConfigRejected(f"polynomial_exp2 (of every 8 scores, how many by polynomial) must be "
-                             f"0..4, got {cfg.polynomial_exp2!r}")
     if cfg.num_stages not in (2, 3):
         raise ConfigRejected(f"num_stages must be 2 or 3, got {cfg.num_stages}")
     if cfg.cluster_size_m != 1:
@@ -143,9 +135,8 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             f"cluster_size_m must be 1 (K/V multicast across query tiles is not built), "
             f"got {cfg.cluster_size_m}")
     if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q,
-                                             cfg.row_sums_by_mma, cfg.dynamic_schedule)):
-        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q, row_sums_by_mma and dynamic_schedule "
-                             "must be true or false")
+                                             cfg.dynamic_schedule)):
+        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q and dynamic_schedule must be true or false")
     if head_dim is not None:
         if head_dim not in HEAD_DIMS:
             raise ConfigRejected(f"head dim must be one of {HEAD_DIMS}, got {head_dim}")

@@ -12,8 +12,8 @@ from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
 from kernelscope.kernels.flash_attn import (
-    EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, ROW_SUM_N, FlashAttnConfig, check_fragments,
-    epi_stages, math_warpgroups, validate)
+    EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, FlashAttnConfig, check_fragments, epi_stages,
+    math_warpgroups, validate)
 from kernelscope.kernels.sm90.barriers import AttentionBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.fragments import check_compact
@@ -21,7 +21,9 @@ from kernelscope.kernels.sm90.pingpong import PingPongTurns
 from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing
 from kernelscope.kernels.sm90.shared_storage import shared_storage
 from kernelscope.kernels.sm90.softmax import OnlineSoftmax
-from kernelscope.kernels.sm90.work_queue import BARRIER_WORDS as WORK_BARRIER_WORDS, SLOTS as WORK_SLOTS, WorkQueue
+from kernelscope.kernels.sm90.work_queue import BARRIER_WORDS as WORK_BARRIER_WORDS
+from kernelscope.kernels.sm90.work_queue import SLOTS as WORK_SLOTS
+from kernelscope.kernels.sm90.work_queue import WorkQueue
 
 
 def pack_16bit(lo, hi, ptx_type: str):
@@ -62,8 +64,8 @@ class FlashAttentionSm90:
 
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor,
-                 mCounter: cute.Tensor, scale_log2: cutlass.Float32, max_ctas: cutlass.Int32, section_heads: cutlass.Int32,
-                 stream):
+                 mCounter: cute.Tensor, scale_log2: cutlass.Float32, max_ctas: cutlass.Int32,
+                 section_heads: cutlass.Int32, stream):
         D = self.head_dim
         tm, tn = self.tile_m, self.tile_n
         # (B, S, H, D) -> (S, D, H, B): rows and the contiguous head dim first, as TMA tiles them;
@@ -86,16 +88,6 @@ class FlashAttentionSm90:
             self.math_threads, tm, tn * 64 // 128, D * 64 // 128,
             cute.size(tv_p, mode=[1]), 16)
         self.s_half, self.o_half, self.s_cols = maps
-        # P times ones (N = ROW_SUM_N): every column of the product is P's row sums.
-        tiled_mma_sum = sm90_utils.make_trivial_tiled_mma(
-            self.dtype, self.dtype, K_MAJOR, K_MAJOR, cutlass.Float32,
-            (self.math_wgs, 1, 1), tiler_mn=(64, ROW_SUM_N), a_source=warpgroup.OperandSource.RMEM)
-        self.l_half = check_fragments(
-            tiled_mma_qk.tv_layout_C_tiled, tiled_mma_sum.tv_layout_C_tiled, tv_p,
-            self.math_threads, tm, tn * 64 // 128, ROW_SUM_N * 64 // 128,
-            cute.size(tv_p, mode=[1]), 16)[1]
-        sOnes_layout = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (tm, ROW_SUM_N, tn),
-                                                     self.dtype, 1)
 
         sQ_layout = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (tm, tn, D), self.dtype, 1)
         sK_layout = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (tm, tn, D), self.dtype,
@@ -123,25 +115,23 @@ class FlashAttentionSm90:
             assert cute.cosize(sO_layout) <= cute.cosize(sQ_layout), "O staging larger than Q"
         else:
             buffers.append(("sO", self.dtype, sO_layout))
-        if cutlass.const_expr(self.cfg.row_sums_by_mma):
-            buffers.append(("sOnes", self.dtype, sOnes_layout))
         if cutlass.const_expr(self.cfg.dynamic_schedule):
             buffers.append(("work", cutlass.Int32, cute.make_layout(WORK_SLOTS)))
         # Barriers: the K and V rings (full and empty per stage), Q's full and empty, then the
         # work queue's.
-        self.storage = shared_storage(4 * self.stages + 2 + WORK_BARRIER_WORDS, buffers)
+        self.storage = shared_storage(
+            4 * self.stages + 2 + (WORK_BARRIER_WORDS if self.cfg.dynamic_schedule else 0), buffers)
         self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv,
-                    tiled_mma_sum, sQ_layout, sK_layout, sV_layout, sO_layout, sOnes_layout, seqlen, heads, m_blocks, num_work,
+                    sQ_layout, sK_layout, sV_layout, sO_layout, seqlen, heads, m_blocks, num_work,
                     scale_log2, section_heads, mCounter).launch(
             grid=[ctas, 1, 1], block=[self.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
 
     @cute.kernel
     def kernel(self, tma_q: cute.CopyAtom, tQ: cute.Tensor, tma_k: cute.CopyAtom, tK: cute.Tensor,
                tma_v: cute.CopyAtom, tV: cute.Tensor, tma_o: cute.CopyAtom, tO: cute.Tensor,
-               tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, tiled_mma_sum: cute.TiledMma,
+               tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma,
                sQ_layout: cute.ComposedLayout, sK_layout: cute.ComposedLayout,
                sV_layout: cute.ComposedLayout, sO_layout: cute.ComposedLayout,
-               sOnes_layout: cute.ComposedLayout,
                seqlen: cutlass.Int32, heads: cutlass.Int32, m_blocks: cutlass.Int32,
                num_work: cutlass.Int32, scale_log2: cutlass.Float32, section_heads: cutlass.Int32,
                mCounter: cute.Tensor):
@@ -182,17 +172,6 @@ class FlashAttentionSm90:
                 # staged in Q's buffer, when the store warp has seen O's stores read it.
                 cute.arch.mbarrier_init(q_empty, 1 if self.cfg.o_reuses_q else math_warps)
             cute.arch.mbarrier_init_fence()
-        sOnes = None
-        if cutlass.const_expr(self.cfg.row_sums_by_mma):
-            # All ones, so the swizzle does not matter: filled through a flat view, then made
-            # visible to the WGMMAs' (async proxy) reads before the barrier below.
-            ones = ROW_SUM_N * self.tile_n
-            flat = storage.sOnes.get_tensor(cute.make_layout(ones))
-            for i in cutlass.range_constexpr(ones // self.threads + 1):
-                if i * self.threads + tidx < ones:
-                    flat[i * self.threads + tidx] = self.dtype(1.0)
-            cute.arch.fence_proxy("async.shared", space="cta")
-            sOnes = storage.sOnes.get_tensor(sOnes_layout.outer, swizzle=sOnes_layout.inner)
         cute.arch.sync_threads()
 
         sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
@@ -211,7 +190,7 @@ class FlashAttentionSm90:
                              first_work, work_stride, section_heads, queue)
         else:
             cute.arch.setmaxregister_increase(REGISTER_SPLIT[self.math_wgs][1])
-            self.consume(tiled_mma_qk, tiled_mma_pv, tiled_mma_sum, tma_o, tO, sQ, sK, sV, sO, sOnes, k_ring, v_ring,
+            self.consume(tiled_mma_qk, tiled_mma_pv, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                          q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work,
                          work_stride, scale_log2, tidx - 128, warp_idx, section_heads, queue)
 
@@ -330,7 +309,7 @@ class FlashAttentionSm90:
 
     # -- math warpgroups --------------------------------------------------------------------
     @cute.jit
-    def consume(self, tiled_mma_qk, tiled_mma_pv, tiled_mma_sum, tma_o, tO, sQ, sK, sV, sO, sOnes, k_ring, v_ring,
+    def consume(self, tiled_mma_qk, tiled_mma_pv, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                 q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work, work_stride,
                 scale_log2, ctidx, warp_idx, section_heads, queue=None):
         D = self.head_dim
@@ -361,14 +340,7 @@ class FlashAttentionSm90:
 
         thr_qk = tiled_mma_qk.get_slice(ctidx)
 
-        sums = None
-        if cutlass.const_expr(self.cfg.row_sums_by_mma):
-            wg_sum = tiled_mma_sum.get_slice(wg * 128)
-            tLrOnes = tiled_mma_sum.make_fragment_B(wg_sum.partition_B(sOnes))
-            acc_l = cute.make_rmem_tensor(wg_sum.partition_shape_C((tm, ROW_SUM_N)), cutlass.Float32)
-            sums = (tiled_mma_sum, acc_l, tLrOnes)
-        softmax = OnlineSoftmax(scale_log2, self.s_half, self.o_half, self.cfg.polynomial_exp2,
-                                l_half=self.l_half if self.cfg.row_sums_by_mma else None)
+        softmax = OnlineSoftmax(scale_log2, self.s_half, self.o_half)
 
         signals = lane == 0
         tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma_pv, ctidx)
@@ -413,7 +385,7 @@ class FlashAttentionSm90:
                     self.turns.wait(wg)
                     self.mma_qk(tiled_mma_qk, acc_s, tSrQ, tSrK, position.index, qk_blocks)
                     v_ring.consumer_wait(v_stage, position.previous_phase())
-                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, j > 1, sums)
+                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, j > 1)
                     self.turns.hand_over(wg)
                     cute.nvgpu.warpgroup.wait_group(1)
                     k_ring.consumer_release(position.index, signals, 0)
@@ -421,7 +393,7 @@ class FlashAttentionSm90:
                     cute.nvgpu.warpgroup.wait_group(0)
                     v_ring.consumer_release(v_stage, signals, 0)
                     self.convert_p(acc_s, p_words)
-                    softmax.rescale(acc_o, sums)
+                    softmax.rescale(acc_o)
                     v_stage = position.index
                     position = position.next()
                 # Every Q K^T of this tile is done: Q's buffer can take the next tile.
@@ -429,7 +401,7 @@ class FlashAttentionSm90:
                     self.release_q(q_empty, signals)
                 v_ring.consumer_wait(v_stage, position.previous_phase())
                 self.turns.wait(wg)
-                self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, n_blocks > 1, sums)
+                self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, n_blocks > 1)
                 self.turns.hand_over(wg)
                 cute.nvgpu.warpgroup.wait_group(0)
                 v_ring.consumer_release(v_stage, signals, 0)
@@ -437,7 +409,7 @@ class FlashAttentionSm90:
                 # P V of the first block, then whole blocks in order.
                 v_ring.consumer_wait(v_stage, position.previous_phase())
                 self.turns.wait(wg)
-                self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, False, sums)
+                self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, False)
                 cute.nvgpu.warpgroup.wait_group(0)
                 v_ring.consumer_release(v_stage, signals, 0)
                 for j in range(1, n_blocks):
@@ -448,10 +420,10 @@ class FlashAttentionSm90:
                     k_ring.consumer_release(position.index, signals, 0)
                     softmax.step(acc_s, False)
                     self.convert_p(acc_s, p_words)
-                    softmax.rescale(acc_o, sums)
+                    softmax.rescale(acc_o)
                     v_ring.consumer_wait(position.index, position.phase)
                     self.turns.wait(wg)
-                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, position.index, pv_blocks, True, sums)
+                    self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, position.index, pv_blocks, True)
                     cute.nvgpu.warpgroup.wait_group(0)
                     v_ring.consumer_release(position.index, signals, 0)
                     position = position.next()
@@ -459,7 +431,7 @@ class FlashAttentionSm90:
                     self.release_q(q_empty, signals)
                 self.turns.hand_over(wg)
 
-            softmax.finalize(acc_o, sums)
+            softmax.finalize(acc_o)
             gO = cute.local_tile(tO[(None, None, head, batch)], (tm, D), (m_block, 0))
             if cutlass.const_expr(self.cfg.o_reuses_q):
                 # O's subtiles span both warpgroups' rows of Q: neither may write before the
@@ -495,22 +467,14 @@ class FlashAttentionSm90:
             cute.gemm(atom, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, stage)], acc_s)
         cute.nvgpu.warpgroup.commit_group()
 
-    def mma_pv(self, tiled_mma, acc_o, p, tOrV, stage, k_blocks, accumulate, sums=None):
-        """O (+)= P V, one commit group; `accumulate` (run-time) is off for a tile's first.
-        With `sums` (the sum MMA, its accumulator, the ones operand) also L (+)= P ones."""
+    def mma_pv(self, tiled_mma, acc_o, p, tOrV, stage, k_blocks, accumulate):
+        """O (+)= P V, one commit group; `accumulate` (run-time) is off for a tile's first."""
         cute.nvgpu.warpgroup.fence()
         atom = cute.make_mma_atom(tiled_mma.op)
         atom.set(warpgroup.Field.ACCUMULATE, accumulate)
         for kb in range(k_blocks):
             cute.gemm(atom, acc_o, p[(None, None, kb)], tOrV[(None, None, kb, stage)], acc_o)
             atom.set(warpgroup.Field.ACCUMULATE, True)
-        if sums is not None:
-            tiled_mma_sum, acc_l, ones = sums
-            atom_l = cute.make_mma_atom(tiled_mma_sum.op)
-            atom_l.set(warpgroup.Field.ACCUMULATE, accumulate)
-            for kb in range(k_blocks):
-                cute.gemm(atom_l, acc_l, p[(None, None, kb)], ones[(None, None, kb, 0)], acc_l)
-                atom_l.set(warpgroup.Field.ACCUMULATE, True)
         cute.nvgpu.warpgroup.commit_group()
 
     @cute.jit

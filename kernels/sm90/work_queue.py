@@ -10,10 +10,16 @@ average one.
   beyond each CTA's first (CTA c starts with item c), [1] the CTAs that have finished. The last
   CTA to finish puts both back to zero, so the next launch on the same words needs no memset
   (launches on one stream run one after another; a launcher owns its words).
-- Broadcast: one producer warp takes items (one atomic per item, lane 0) and hands each to the
-  CTA's consumer warps through a ring of two shared-memory slots, each with a full mbarrier
-  (one arrival: the producer's, after writing the slot) and an empty one (one arrival per
-  consumer warp, after reading it). The sentinel is any item >= the number of items.
+- Broadcast: the producer warp takes items (one atomic each, lane 0, when it has issued the
+  loads of its current item) and hands each to the CTA's consumer warps through a ring of
+  SLOTS shared-memory slots, each with a full mbarrier (one arrival: the producer's, after
+  writing the slot) and an empty one (one arrival per consumer warp, after reading it). The
+  sentinel is any item >= the number of items.
+- The atomic's round trip to L2 delays the producer's first loads of its next item, while the
+  consumers still work through the loads already issued. Tried and not kept: a scheduler warp of
+  its own that claims items ahead (no reader waits for an atomic), 3 % slower at causal attention
+  on an H100 (kernels/flash_attn/NOTES.md; not analysed further, the likely cause being its
+  look-ahead: claimed, unstarted items unbalance the end of the grid).
 
 All methods run at trace time inside a @cute.kernel; `taken` (items taken by this CTA so far,
 an Int32 the caller carries through its loop) picks the slot and the phase.

@@ -116,7 +116,8 @@ def _finding_block(n: int, f: dict[str, Any]) -> str:
         lines.append("   evidence: " + "; ".join(f"{v.get('name')}={v.get('text')}" for v in values))
     elif f.get("message"):
         lines.append(f"   evidence: {f['message']}")
-    agree = [e.get("rule") for e in f.get("evidence") or [] if e.get("rule")]
+    # One name per rule: ncu reports some rules once per unit (SMs, L1 slices, SMSPs).
+    agree = list(dict.fromkeys(e.get("rule") for e in f.get("evidence") or [] if e.get("rule")))
     if agree:
         lines.append(f"   ncu agrees: {', '.join(agree)}")
     if f.get("hint"):

@@ -50,7 +50,8 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     assert len({p.id for p in pairs}) == len(pairs)
     assert all(p.why.strip() and p.report.exists() and p.fast_source.exists() for p in pairs)
     # the unscored pairs, each saying why
-    assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock"]
+    assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock",
+                                                     "attention_causal_stride"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -126,7 +127,7 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 31
+    assert len(rows) == 32
     for row in rows:
         assert row["kernelscope"]["top"] and row["ncu"]["top"], row["id"]
         if row["scored"]:
@@ -153,6 +154,10 @@ def test_totals_hold_what_was_measured(result):
     assert by_id["mma_sync_vs_wgmma"]["kernelscope"]["top"][0]["rule"] == "no-hgmma-on-sm90"
     clock = by_id["fused_norm_clock"]
     assert not clock["scored"] and clock["kernelscope"]["top"][0]["cause"] == "lower-clock"
+    # A fixed stride of unequal tiles against a balanced grid: the clock first (two thirds of the
+    # gap), then the split, whose share is the rest.
+    stride = by_id["attention_causal_stride"]
+    assert [t["cause"] for t in stride["kernelscope"]["top"][:2]] == ["lower-clock", "load-imbalance"]
 
 
 def test_memoized_loading_changes_no_finding():

@@ -187,3 +187,23 @@ def test_a_lower_clock_is_split_from_the_cycles():
     assert all((f.explains or 0) <= 1 - top.explains + 1e-9 for f in result.findings[1:])
     # The same kernel against a reference at its own clock: quiet.
     assert "sm-clock-below-reference" not in {f.rule_id for f in diagnose(gemm, fused).findings}
+
+
+def test_uneven_persistent_tiles_against_a_balanced_grid_name_the_imbalance():
+    # flash_attn causal 4x16x8192x128 with the fixed stride (CTA c takes tiles c, c + 132, ...)
+    # against fa4's 4096 CTAs (H200, full set; the pair that led to flash_attn's work queue):
+    # 1.6687 ms against 1.6232 ms, SM clock 1.597 against 1.627 GHz. Ours: busiest SM 5.8 % above
+    # the average, SMs busy 93.2 % against 99.3 %; ncu's WorkloadImbalance fires for ours only.
+    # Before: the clock (66 %) and DRAM bytes (27 %), the imbalance unnamed (it needed 20 %).
+    slow, fast = _fixture("h200-flash_attn-causal-vs-fa4.full.json.xz")
+    result = diagnose(slow, fast)
+    clock, imbalance = result.findings[:2]
+    assert clock.rule_id == "sm-clock-below-reference"
+    assert (imbalance.rule_id, imbalance.cause) == ("load-imbalance-sms", "load-imbalance")
+    assert imbalance.impact == pytest.approx(1 - 2_484_375.12 / 2_637_494, abs=0.002)
+    # Everything the clock does not explain: the imbalance's headroom (~6 % of 1.67 ms) exceeds it.
+    assert imbalance.explains == pytest.approx(1 - clock.explains, abs=0.01)
+    assert "WorkloadImbalance" in {e["rule"] for e in imbalance.evidence}
+    # fa4 itself is balanced: the rule does not fire on it.
+    assert "load-imbalance-sms" not in {f.rule_id for f in evaluate_all(fast).findings}
+

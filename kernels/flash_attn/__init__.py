@@ -9,9 +9,10 @@ math warpgroup
 against K/V blocks of 128 rows (or qk_mn[1], see below).
 - Producer: warp 0 walks the persistent schedule (work = (query tile, head, batch), the query
   tiles of one head in a row so that its K and V stay in L2; causal: longest tiles first) and
-  issues TMA loads. With dynamic_schedule (the default) a CTA's next work item is the next one
-  not yet taken (a global counter, kernels/sm90/work_queue.py), handed to the math warps through
-  shared memory; otherwise CTA c takes c, c + grid, ... Q has its own full/empty mbarrier pair: the math warps release it after the
+  issues TMA loads. With dynamic_schedule (the default but for long non-causal D=128) a CTA's
+  next work item is the next one not yet taken (a global counter, kernels/sm90/work_queue.py),
+  handed to the math warps through shared memory; otherwise CTA c takes c, c + grid, ...
+  Q has its own full/empty mbarrier pair: the math warps release it after the
   last Q K^T of a tile, and the next tile's Q is loaded while they finish P V and the epilogue.
   K and V go through two rings of `num_stages` buffers (kernels/sm90/pipeline.py, TmaRing), so
   Q K^T of a block can start before its V has landed. The producer warpgroup gives registers

@@ -172,6 +172,40 @@ def test_turn_barriers_take_the_warpgroup_index_at_run_time(qk_mn, D):
     assert key_block.opcodes["HGMMA"] == wgmmas and key_block.opcodes["BAR"] == 2, key_block.to_dict()
 
 
+_ATOMIC = re.compile(r"\bATOMG\.E\.(ADD|EXCH)\b")
+
+
+@pytest.mark.parametrize("config,D,causal", [({}, 128, 1), ({"qk_mn": (192, 128)}, 64, 0), ({}, 64, 0)])
+def test_the_work_queue_costs_one_atomic_per_tile_and_the_fixed_stride_none(config, D, causal):
+    """With dynamic_schedule (the default) the producer claims each next tile with one atomic
+    add; at its end one more add counts the CTA done and two exchanges reset the counter
+    (kernels/sm90/work_queue.py). The fixed stride touches no global counter. The key-block loop
+    does the same work either way; ptxas places a few register moves differently (at D=64 up to
+    6 more UMOV with the queue)."""
+    shape = {"B": 2, "H": 3, "S": 1000, "D": D, "causal": causal}
+    queue = fa.compile_flash_attn(config, shape)
+    stride = fa.compile_flash_attn({**config, "dynamic_schedule": False}, shape)
+    assert sorted(_ATOMIC.findall(queue.sass)) == ["ADD", "ADD", "EXCH", "EXCH"]
+    assert _ATOMIC.findall(stride.sass) == []
+    (q_loop,) = [loop for loop in innermost(find_loops(queue.sass)) if loop.opcodes.get("HGMMA")]
+    (s_loop,) = [loop for loop in innermost(find_loops(stride.sass)) if loop.opcodes.get("HGMMA")]
+    moves = {"UMOV", "MOV", "IMAD"}
+    assert ({k: v for k, v in q_loop.opcodes.items() if k not in moves}
+            == {k: v for k, v in s_loop.opcodes.items() if k not in moves})
+    assert abs(q_loop.instructions - s_loop.instructions) <= 6
+
+
+def test_long_equal_tiles_keep_the_fixed_stride():
+    # The work queue lost 0.3-0.9 % there on both GPUs (kernels/flash_attn/NOTES.md, v6).
+    assert fa.tuned_config({"B": 4, "H": 16, "S": 8192, "D": 128, "causal": 0})["dynamic_schedule"] is False
+    for shape in ({"B": 16, "H": 16, "S": 2048, "D": 128, "causal": 0}, {"B": 2, "H": 8, "S": 8192, "D": 64, "causal": 0},
+                  {"B": 4, "H": 16, "S": 8192, "D": 128, "causal": 1}):
+        assert fa.FlashAttnConfig.from_mapping(fa.tuned_config(shape)).dynamic_schedule is True
+    assert fa.FlashAttnConfig.from_mapping({"dynamic_schedule": "false"}).dynamic_schedule is False
+    with pytest.raises(ConfigRejected, match="true or false"):
+        fa.validate(fa.FlashAttnConfig(dynamic_schedule=1), 128)
+
+
 def test_causal_sections_fit_half_of_l2():
     l2 = 50 * 1024 * 1024
     assert fa.section_heads(8192, 128, 2, 64, l2) == 6           # 4 MiB of K and V per pair

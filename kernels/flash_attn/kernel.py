@@ -256,7 +256,7 @@ class FlashAttentionSm90:
         lane = cute.arch.lane_idx()
         position = RingPosition.producer_start(self.stages)
         q_phase = cutlass.Int32(1)
-        wave = cutlass.Int32(0)
+        wave = cutlass.Int32(0)     # tiles this CTA has taken: its wave (fixed stride), its queue slot
         work = first_work
         if cutlass.const_expr(queue is not None):
             queue.publish(work, wave, lane)
@@ -352,7 +352,7 @@ class FlashAttentionSm90:
 
         position = RingPosition.consumer_start(self.stages)
         q_phase = cutlass.Int32(0)
-        wave = cutlass.Int32(0)
+        wave = cutlass.Int32(0)     # tiles this CTA has taken: its wave (fixed stride), its queue slot
         work = first_work
         if cutlass.const_expr(queue is not None):
             work = queue.receive(wave, lane)

@@ -31,6 +31,7 @@ VARIANTS = [
     ({"intra_wg_overlap": False, "pingpong": False, "num_stages": 3}, 64, 0, "bfloat16"),
     ({"num_stages": 3, "o_reuses_q": True}, 128, 1, "bfloat16"),   # O staged in Q's buffer
     ({"qk_mn": (192, 128)}, 64, 0, "bfloat16"),                      # three math warpgroups
+    ({"qk_mn": (128, 160), "wg_epilogue": True}, 128, 0, "bfloat16"),  # an epilogue per warpgroup
 ]
 
 
@@ -193,6 +194,44 @@ def test_the_work_queue_costs_one_atomic_per_tile_and_the_fixed_stride_none(conf
     assert ({k: v for k, v in q_loop.opcodes.items() if k not in moves}
             == {k: v for k, v in s_loop.opcodes.items() if k not in moves})
     assert abs(q_loop.instructions - s_loop.instructions) <= 6
+
+
+_EPILOGUE_BAR = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?BAR\.SYNC(?:\.DEFER_BLOCKING)?\s+(\w+), (0x\w+) ;",
+                           re.MULTILINE)
+
+
+@pytest.mark.parametrize("qk_mn,D", [((128, 160), 128), ((192, 128), 64)])
+def test_each_warpgroup_waits_only_for_itself_in_its_epilogue(qk_mn, D):
+    """With wg_epilogue the epilogue's barriers count one warpgroup (128 threads) on an id picked
+    by the warpgroup at run time; without, all math threads meet on the one constant id."""
+    shape = {"B": 2, "H": 3, "S": 1000, "D": D, "causal": 0}
+    own = fa.compile_flash_attn({"qk_mn": qk_mn, "wg_epilogue": True}, shape)
+    shared = fa.compile_flash_attn({"qk_mn": qk_mn}, shape)
+    math_threads = 128 * fa.math_warpgroups(fa.FlashAttnConfig(qk_mn=qk_mn))
+
+    def syncs(sass):
+        return [(bar_id, int(count, 16)) for bar_id, count in _EPILOGUE_BAR.findall(sass)]
+
+    # The wait of all math threads on the shared epilogue barrier is gone; the new 128-thread
+    # waits name a register (the turn barriers' 256-thread waits do too, as before).
+    everyone = (hex(int(AttentionBarrier.EPILOGUE)), math_threads)
+    assert everyone in syncs(shared.sass)
+    assert not [s for s in syncs(own.sass) if s[0] == everyone[0]], syncs(own.sass)
+    own_epilogue = [i for i, c in syncs(own.sass) if c == 128]
+    assert own_epilogue and all(re.fullmatch(r"R\d+", i) for i in own_epilogue), syncs(own.sass)
+    assert fa.smem_bytes(fa.FlashAttnConfig(qk_mn=qk_mn, wg_epilogue=True), D) == \
+        fa.smem_bytes(fa.FlashAttnConfig(qk_mn=qk_mn), D)
+
+
+def test_an_epilogue_per_warpgroup_only_where_it_paid():
+    # kernels/flash_attn/NOTES.md, v7: faster at D=128 below S=8192; slower with three warpgroups.
+    for causal in (0, 1):
+        assert fa.tuned_config({"B": 16, "H": 16, "S": 2048, "D": 128, "causal": causal})["wg_epilogue"] is True
+    for shape in ({"B": 2, "H": 8, "S": 8192, "D": 64, "causal": 0}, {"B": 4, "H": 16, "S": 8192, "D": 128, "causal": 1},
+                  {"B": 4, "H": 16, "S": 8192, "D": 128, "causal": 0}):
+        assert fa.FlashAttnConfig.from_mapping(fa.tuned_config(shape)).wg_epilogue is False
+    with pytest.raises(ConfigRejected, match="O's own buffer"):
+        fa.validate(fa.FlashAttnConfig(wg_epilogue=True, o_reuses_q=True), 128)
 
 
 def test_long_equal_tiles_keep_the_fixed_stride():

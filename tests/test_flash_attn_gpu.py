@@ -124,6 +124,20 @@ def test_o_staged_in_q_buffer(config, B, H, S, D, causal):
     check(config, B, H, S, D, causal)
 
 
+WG_EPILOGUE = {"wg_epilogue": True}
+
+
+@pytest.mark.parametrize("config,B,H,S,D,causal", [
+    pytest.param({**WG_EPILOGUE, "qk_mn": (128, 160)}, 2, 3, 1000, 128, False, marks=FAST),
+    ({**WG_EPILOGUE, "qk_mn": (192, 128)}, 2, 8, 2048, 64, False),   # three math warpgroups
+    ({**WG_EPILOGUE, "qk_mn": (192, 128)}, 1, 2, 129, 64, False),    # the last warpgroup's rows all past S
+    (WG_EPILOGUE, 4, 8, 1111, 128, True),
+    ({**WG_EPILOGUE, "pingpong": False, "dynamic_schedule": False}, 3, 5, 1000, 64, True),
+], ids=["160-d128", "three-wg", "three-wg-129", "causal", "no-pingpong-fixed-stride"])
+def test_each_warpgroup_stores_its_own_rows(config, B, H, S, D, causal):
+    check(config, B, H, S, D, causal)
+
+
 @pytest.mark.parametrize("config,first,second", [
     # num_stages=3 with overlap on a persistent grid.
     (THREE_STAGES, (4, 8, 1111, 64, True, "bfloat16", 0), (2, 8, 2048, 64, True, "bfloat16", 1)),
@@ -140,8 +154,11 @@ def test_o_staged_in_q_buffer(config, B, H, S, D, causal):
     # The fixed stride (CTA c takes c, c + grid, ...).
     pytest.param({"dynamic_schedule": False}, (4, 8, 1111, 128, True, "bfloat16", 0),
                  (3, 5, 1000, 64, True, "bfloat16", 1), marks=FAST),
+    # Each math warpgroup reusing its own O buffers tile after tile, out of step with the others.
+    ({**WG_EPILOGUE, "qk_mn": (192, 128)}, (3, 7, 2500, 64, False, "bfloat16", 0),
+     (16, 16, 512, 64, False, "float16", 1)),
 ], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages", "work-queue",
-        "work-queue-three-warpgroups", "fixed-stride"])
+        "work-queue-three-warpgroups", "fixed-stride", "wg-epilogue"])
 def test_repeated_launches_give_the_same_bits(config, first, second):
     """50 launches of the same variant write the same bits, then another shape is still right."""
     inputs, launch = check(config, *first)

@@ -54,9 +54,15 @@ class FlashAttentionSm90:
         self.math_wgs = math_warpgroups(cfg)
         self.math_threads = 128 * self.math_wgs
         self.threads = 128 + self.math_threads
-        self.epilogue = TmaStoreEpilogue(
-            self.dtype, (self.tile_m, head_dim), EPI_N, epi_stages(head_dim),
-            consumer_threads=self.math_threads, store_warp=4, barrier_id=AttentionBarrier.EPILOGUE)
+        if cfg.wg_epilogue:
+            # One epilogue group per math warpgroup: its 64 rows, its first warp stores.
+            self.epilogue = TmaStoreEpilogue(
+                self.dtype, (64, head_dim), EPI_N, epi_stages(head_dim), consumer_threads=128,
+                store_warp=4, barrier_id=AttentionBarrier.EPILOGUE_WG0, groups=self.math_wgs)
+        else:
+            self.epilogue = TmaStoreEpilogue(
+                self.dtype, (self.tile_m, head_dim), EPI_N, epi_stages(head_dim),
+                consumer_threads=self.math_threads, store_warp=4, barrier_id=AttentionBarrier.EPILOGUE)
         # pingpong: the math warpgroups take turns issuing WGMMAs (the waiting warpgroup's 128
         # threads plus the 128 of the one handing over).
         self.turns = PingPongTurns(AttentionBarrier.TURN_WG0, self.math_wgs, threads=256,
@@ -82,6 +88,12 @@ class FlashAttentionSm90:
         tiled_mma_pv = sm90_utils.make_trivial_tiled_mma(
             self.dtype, self.dtype, K_MAJOR, warpgroup.OperandMajorMode.MN, cutlass.Float32,
             (self.math_wgs, 1, 1), tiler_mn=(64, D), a_source=warpgroup.OperandSource.RMEM)
+        # The epilogue's register -> shared map: per warpgroup (its 64 rows) with wg_epilogue.
+        tiled_mma_o = tiled_mma_pv
+        if cutlass.const_expr(self.cfg.wg_epilogue):
+            tiled_mma_o = sm90_utils.make_trivial_tiled_mma(
+                self.dtype, self.dtype, K_MAJOR, warpgroup.OperandMajorMode.MN, cutlass.Float32,
+                (1, 1, 1), tiler_mn=(64, D), a_source=warpgroup.OperandSource.RMEM)
         tv_p = tiled_mma_pv.tv_layout_A_tiled
         maps = FRAGMENT_ROW_MAPS[(self.dtype.width, D)] = check_fragments(
             tiled_mma_qk.tv_layout_C_tiled, tiled_mma_pv.tv_layout_C_tiled, tv_p,
@@ -121,7 +133,7 @@ class FlashAttentionSm90:
         # work queue's.
         self.storage = shared_storage(
             4 * self.stages + 2 + (WORK_BARRIER_WORDS if self.cfg.dynamic_schedule else 0), buffers)
-        self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv,
+        self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv, tiled_mma_o,
                     sQ_layout, sK_layout, sV_layout, sO_layout, seqlen, heads, m_blocks, num_work,
                     scale_log2, section_heads, mCounter).launch(
             grid=[ctas, 1, 1], block=[self.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
@@ -129,7 +141,7 @@ class FlashAttentionSm90:
     @cute.kernel
     def kernel(self, tma_q: cute.CopyAtom, tQ: cute.Tensor, tma_k: cute.CopyAtom, tK: cute.Tensor,
                tma_v: cute.CopyAtom, tV: cute.Tensor, tma_o: cute.CopyAtom, tO: cute.Tensor,
-               tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma,
+               tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, tiled_mma_o: cute.TiledMma,
                sQ_layout: cute.ComposedLayout, sK_layout: cute.ComposedLayout,
                sV_layout: cute.ComposedLayout, sO_layout: cute.ComposedLayout,
                seqlen: cutlass.Int32, heads: cutlass.Int32, m_blocks: cutlass.Int32,
@@ -190,7 +202,7 @@ class FlashAttentionSm90:
                              first_work, work_stride, section_heads, queue)
         else:
             cute.arch.setmaxregister_increase(REGISTER_SPLIT[self.math_wgs][1])
-            self.consume(tiled_mma_qk, tiled_mma_pv, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
+            self.consume(tiled_mma_qk, tiled_mma_pv, tiled_mma_o, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                          q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work,
                          work_stride, scale_log2, tidx - 128, warp_idx, section_heads, queue)
 
@@ -309,7 +321,7 @@ class FlashAttentionSm90:
 
     # -- math warpgroups --------------------------------------------------------------------
     @cute.jit
-    def consume(self, tiled_mma_qk, tiled_mma_pv, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
+    def consume(self, tiled_mma_qk, tiled_mma_pv, tiled_mma_o, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                 q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work, work_stride,
                 scale_log2, ctidx, warp_idx, section_heads, queue=None):
         D = self.head_dim
@@ -343,7 +355,10 @@ class FlashAttentionSm90:
         softmax = OnlineSoftmax(scale_log2, self.s_half, self.o_half)
 
         signals = lane == 0
-        tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma_pv, ctidx)
+        if cutlass.const_expr(self.cfg.wg_epilogue):
+            tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma_o, ctidx % 128)
+        else:
+            tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma_o, ctidx)
 
         if cutlass.const_expr(self.turns.enabled):
             # The first warpgroup takes the first turn.
@@ -432,13 +447,19 @@ class FlashAttentionSm90:
                 self.turns.hand_over(wg)
 
             softmax.finalize(acc_o)
-            gO = cute.local_tile(tO[(None, None, head, batch)], (tm, D), (m_block, 0))
+            if cutlass.const_expr(self.cfg.wg_epilogue):
+                gO = cute.local_tile(tO[(None, None, head, batch)], (64, D), (m_block * self.math_wgs + wg, 0))
+            else:
+                gO = cute.local_tile(tO[(None, None, head, batch)], (tm, D), (m_block, 0))
             if cutlass.const_expr(self.cfg.o_reuses_q):
                 # O's subtiles span both warpgroups' rows of Q: neither may write before the
                 # other's last Q K^T has read Q.
                 cute.arch.barrier(barrier_id=int(AttentionBarrier.Q_READ),
                                   number_of_threads=self.math_threads)
-            self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx)
+            if cutlass.const_expr(self.cfg.wg_epilogue):
+                self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx, wg)
+            else:
+                self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx)
             if cutlass.const_expr(self.cfg.o_reuses_q):
                 if warp_idx == self.epilogue.store_warp:
                     # The buffer is Q's again once O's stores have read it.
@@ -449,7 +470,10 @@ class FlashAttentionSm90:
                 work = queue.receive(wave, lane)
             else:
                 work = self.nth_work(wave, first_work, work_stride)
-        self.epilogue.drain(warp_idx)
+        if cutlass.const_expr(self.cfg.wg_epilogue):
+            self.epilogue.drain(warp_idx, wg)
+        else:
+            self.epilogue.drain(warp_idx)
 
     # -- pieces of the math loop ------------------------------------------------------------
     @cute.jit

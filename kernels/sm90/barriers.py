@@ -32,3 +32,6 @@ class AttentionBarrier(IntEnum):
     TURN_WG1 = 3
     TURN_WG2 = 4
     Q_READ = 5                   # o_reuses_q: every math warpgroup is past its last Q K^T
+    EPILOGUE_WG0 = 6             # wg_epilogue: math warpgroup w's own epilogue barrier is
+    EPILOGUE_WG1 = 7             # EPILOGUE_WG0 + w
+    EPILOGUE_WG2 = 8

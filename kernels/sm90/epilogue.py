@@ -9,6 +9,12 @@ written again, its store must have finished reading shared memory: the issuing t
 at most `stages - 1` groups are pending and a second barrier publishes that to the writers. So up
 to `stages` subtile stores are in flight while the next subtiles are converted.
 
+With `groups` > 1 the consumers form independent groups of `consumer_threads` (one math warpgroup
+each, say), each storing its own `epi_tile` rows through its own `stages` buffers, with its own
+named barrier (`barrier_id + group`) and its own store warp (`store_warp + 4 * group`): one group's
+epilogue then never waits for another's, so it can run while the others still compute. `group` may
+be a run-time (warp-uniform) value; the default, the Python int 0, compiles as with one group.
+
 Layouts and atoms are built inside the host @cute.jit function (they need the MLIR context);
 `store_tile` runs inside the kernel.
 """
@@ -23,7 +29,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 
 class TmaStoreEpilogue:
     def __init__(self, c_dtype, tile_mn: tuple[int, int], epi_n: int, stages: int,
-                 consumer_threads: int, store_warp: int, barrier_id: int):
+                 consumer_threads: int, store_warp: int, barrier_id: int, groups: int = 1):
         if tile_mn[1] % epi_n:
             raise ValueError(f"epilogue subtile width {epi_n} does not divide tile N {tile_mn[1]}")
         self.c_dtype = c_dtype
@@ -34,15 +40,16 @@ class TmaStoreEpilogue:
         self.store_warp = store_warp       # warp index (in the CTA) that issues the TMA stores
         # Named barrier of the `consumer_threads` that write the buffers (the kernel's enum).
         self.barrier_id = int(barrier_id)
+        self.groups = groups
 
     @staticmethod
-    def smem_bytes(c_dtype_width: int, tile_m: int, epi_n: int, stages: int) -> int:
-        return tile_m * epi_n * c_dtype_width // 8 * stages
+    def smem_bytes(c_dtype_width: int, tile_m: int, epi_n: int, stages: int, groups: int = 1) -> int:
+        return tile_m * epi_n * c_dtype_width // 8 * stages * groups
 
     # -- host side (inside @cute.jit) -------------------------------------------------------------
     def make_smem_layout(self):
         return sm90_utils.make_smem_layout_epi(
-            self.c_dtype, LayoutEnum.ROW_MAJOR, self.epi_tile, self.stages)
+            self.c_dtype, LayoutEnum.ROW_MAJOR, self.epi_tile, self.stages * self.groups)
 
     def make_tma_store(self, c: cute.Tensor, smem_layout_staged):
         one_stage = cute.slice_(smem_layout_staged, (None, None, 0))
@@ -50,8 +57,8 @@ class TmaStoreEpilogue:
             cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp(), c, one_stage, self.epi_tile)
 
     # -- device side ------------------------------------------------------------------------------
-    def _sync(self):
-        cute.arch.barrier(barrier_id=self.barrier_id, number_of_threads=self.consumer_threads)
+    def _sync(self, group=0):
+        cute.arch.barrier(barrier_id=self.barrier_id + group, number_of_threads=self.consumer_threads)
 
     def make_r2s(self, tiled_mma, consumer_tidx):
         """Register -> shared copy matching the WGMMA accumulator layout (stmatrix when 16-bit)."""
@@ -71,8 +78,11 @@ class TmaStoreEpilogue:
     @cute.jit
     def store_tile(self, tma_atom_c: cute.CopyAtom, tiled_r2s: cute.TiledCopy, thr_r2s,
                    accumulators: cute.Tensor, sC: cute.Tensor, gC_tile: cute.Tensor,
-                   warp_idx):
-        """Write one CTA tile of accumulators to global memory through `sC` (staged)."""
+                   warp_idx, group=0):
+        """Write one tile of accumulators (the CTA's, or with groups the group's `epi_tile` rows)
+        to global memory through `sC` (staged)."""
+        store_warp = self.store_warp + 4 * group
+        first_buffer = self.stages * group
         tRS_sC = thr_r2s.partition_D(sC)                 # (R2S, R2S_M, R2S_N, stage)
         tRS_acc = tiled_r2s.retile(accumulators)        # accumulators seen as R2S fragments
         frag_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
@@ -86,30 +96,30 @@ class TmaStoreEpilogue:
             tma_atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_sub)
 
         for sub in cutlass.range_constexpr(self.subtiles):
-            buf = sub % self.stages
+            buf = first_buffer + sub % self.stages
             for v in cutlass.range_constexpr(per_subtile):
                 r_acc[v] = tRS_acc[sub * per_subtile + v]
             r_out.store(r_acc.load().to(self.c_dtype))
             cute.copy(tiled_r2s, r_out, tRS_sC[(None, None, None, buf)])
             # stmatrix / st.shared are generic-proxy writes; TMA reads through the async proxy.
             cute.arch.fence_proxy("async.shared", space="cta")
-            if warp_idx == self.store_warp:
+            if warp_idx == store_warp:
                 # After the barrier below the writers move on to the next buffer, whose last
                 # store (issued `stages - 1` subtiles ago) must have finished reading it.
                 cute.arch.cp_async_bulk_wait_group(self.stages - 2 if self.stages > 1 else 0,
                                                    read=True)
-            self._sync()
-            if warp_idx == self.store_warp:
+            self._sync(group)
+            if warp_idx == store_warp:
                 cute.copy(tma_atom_c, sC_tma[(None, buf)], gC_tma[(None, (0, sub))])
                 cute.arch.cp_async_bulk_commit_group()
             if cutlass.const_expr(self.stages == 1):
                 # One buffer: its store must finish reading before anyone writes it again.
-                if warp_idx == self.store_warp:
+                if warp_idx == store_warp:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)
-                self._sync()
+                self._sync(group)
 
     @cute.jit
-    def drain(self, warp_idx):
+    def drain(self, warp_idx, group=0):
         """Before exit: shared memory must outlive the reads of every pending TMA store."""
-        if warp_idx == self.store_warp:
+        if warp_idx == self.store_warp + 4 * group:
             cute.arch.cp_async_bulk_wait_group(0, read=True)

@@ -51,7 +51,7 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     assert all(p.why.strip() and p.report.exists() and p.fast_source.exists() for p in pairs)
     # the unscored pairs, each saying why
     assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock",
-                                                     "attention_causal_stride"]
+                                                     "attention_causal_stride", "attention_shared_epilogue"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -127,7 +127,7 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 32
+    assert len(rows) == 33
     for row in rows:
         assert row["kernelscope"]["top"] and row["ncu"]["top"], row["id"]
         if row["scored"]:
@@ -158,6 +158,9 @@ def test_totals_hold_what_was_measured(result):
     # gap), then the split, whose share is the rest.
     stride = by_id["attention_causal_stride"]
     assert [t["cause"] for t in stride["kernelscope"]["top"][:2]] == ["lower-clock", "load-imbalance"]
+    # One epilogue barrier for all math warpgroups: the clock of the other device call, then the skew.
+    epilogue = by_id["attention_shared_epilogue"]
+    assert [t["cause"] for t in epilogue["kernelscope"]["top"][:2]] == ["lower-clock", "barrier-skew"]
 
 
 def test_memoized_loading_changes_no_finding():

@@ -154,6 +154,11 @@ CASES = [
     ("fp64-arithmetic", "cublas_gemm", None, None, False),
     ("excess-synchronization", "add", "cublas_gemm", None, False),
     ("excess-synchronization", "gemm_default", "cublas", None, False),
+    ("barrier-waits-vs-reference", "gemm_default", "cublas", None, False),
+    ("barrier-waits-vs-reference", "add", "cublas_gemm", None, False),
+    # wait_group(0) after every round: 16 barrier-stall cycles per instruction at 528 BAR, the waits
+    # are the WGMMAs' (serialized-wgmma names them), not skew at the barriers
+    ("barrier-waits-vs-reference", "gmma_chain", "gmma_in_flight", None, False),
     ("memory-fences", "gmma_chain", None, None, False),             # 528 proxy MEMBAR, no membar stall
     ("memory-fences", "add", None, None, False),
     ("instruction-cache-misses", "add", None, None, False),
@@ -206,7 +211,7 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
                        "global-reloads-vs-reference"}
     # Fired on a pair across two reports (a SIMT matrix product against cuBLAS at the same FLOPs):
     # test_diagnosis_recorded_pairs.
-    cross_report_fires = {"no-tensor-cores-vs-reference"}
+    cross_report_fires = {"no-tensor-cores-vs-reference", "barrier-waits-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue

@@ -106,7 +106,7 @@ def diff(a: KernelLike, b: KernelLike | None = None, *, views: Sequence[str] | N
     comparison = compare(first, second, cat, list(views) if views else None, top_opcodes)
     findings = _evaluate(first, second, None, rules, disable, cat)
     # Findings name the source lines where their samples sit, as `kernelscope diff` does.
-    attach_locations(findings.diagnosis.findings + findings.diagnosis.shared, first.source_lines)
+    attach_locations(findings.diagnosis.findings + findings.diagnosis.shared, first.source_lines, second.source_lines)
     return Diff(comparison, findings, rules, disable)
 
 

@@ -212,7 +212,7 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
     # B is A's reference: the rules compare A alone and A against B.
     result = diagnose(first, second, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
     in_effect = rules_in_effect(rule_files, disabled, catalog)
-    attach_locations(result.findings + result.shared, first.source_lines)
+    attach_locations(result.findings + result.shared, first.source_lines, second.source_lines)
     if sarif_path:
         from kernelscope.reports.annotations import write_sarif
 

@@ -58,7 +58,7 @@ def _is_sweep(doc: object) -> bool:
 def _findings(a, b, rule_files=(), disabled=(), catalog=None) -> dict:
     """The diagnosis of a pair, as the diff document holds it."""
     result = diagnose(a, b, extra_rule_files=rule_files, disabled=disabled, catalog=catalog)
-    attach_locations(result.findings + result.shared, a.source_lines)
+    attach_locations(result.findings + result.shared, a.source_lines, b.source_lines)
     return diagnosis_json(result)
 
 

@@ -78,7 +78,7 @@ def print_profile_diff(report_path: str, has_reference: bool) -> None:
         # The same reading as `diff`: the verdict first, the tables, then the diagnosis against the reference.
         comparison = compare(target_profile, ref_profile)
         result = diagnose(target_profile, ref_profile)
-        attach_locations(result.findings + result.shared, target_profile.source_lines)
+        attach_locations(result.findings + result.shared, target_profile.source_lines, ref_profile.source_lines)
         print_headline(comparison, result, console)
         print_comparison(comparison, console)
         print_findings(result.findings, console, result.not_evaluated, result)

@@ -49,6 +49,8 @@ WAITS_AT = {
     "SYNCS.PHASECHK": "an mbarrier wait: the warps wait for data (TMA bytes) or another warp's arrival",
 }
 MIN_OPCODE_SHARE = 0.5      # a line's samples are said to sit on one instruction kind from this share
+MIN_SHARED_SOURCE = 0.5     # growth per line only where the lines shared with the reference hold this share
+SASS_INSTRUCTION_BYTES = 16  # every instruction of sm_70 and later: the next one is 16 bytes on
 
 
 def stall_reason(finding: Finding) -> str | None:
@@ -101,23 +103,78 @@ def _wait_opcode(opcode: str) -> str:
     return ".".join(opcode.split(".")[:2])
 
 
-def locate_stall(profile: LineProfile, reason: str) -> list[dict]:
+def _waits_at(profile: LineProfile, reason: str):
+    """(line record, opcode, samples) of each instruction's samples of `reason`. A warp that waits
+    at a bar.sync has issued it: ncu samples it at the next instruction, so barrier samples on the
+    instruction right after a BAR.SYNC / BAR.RED (same function, the next address) are the BAR's."""
+    at: dict[tuple, tuple] = {}
+    if reason == "barrier":
+        for r in profile.records:
+            for i in r.instructions:
+                if i.opcode.startswith("BAR.") and not i.opcode.startswith("BAR.ARV"):
+                    at[(i.function, i.offset + SASS_INSTRUCTION_BYTES)] = (r, i.opcode)
+    for r in profile.records:
+        for i in r.instructions:
+            n = i.samples.get(reason, 0.0)
+            if n:
+                owner, opcode = at.get((i.function, i.offset), (r, i.opcode))
+                yield owner, opcode, n
+
+
+def _line_samples(profile: LineProfile, reason: str):
+    """Samples of `reason` per mapped line, per opcode of each line, and in all."""
     per_line: dict[tuple, float] = {}
     per_opcode: dict[tuple, dict[str, float]] = {}
     total = 0.0
-    for r in profile.records:
-        n = r.samples.get(reason, 0.0)
+    for r, opcode, n in _waits_at(profile, reason):
         total += n
-        if r.line is not None and n:
+        if r.line is not None:
             key = (r.file, r.line)
             per_line[key] = per_line.get(key, 0.0) + n
             by_opcode = per_opcode.setdefault(key, {})
-            for i in r.instructions:
-                m = i.samples.get(reason, 0.0)
-                if m:
-                    op = _wait_opcode(i.opcode)
-                    by_opcode[op] = by_opcode.get(op, 0.0) + m
+            op = _wait_opcode(opcode)
+            by_opcode[op] = by_opcode.get(op, 0.0) + n
+    return per_line, per_opcode, total
+
+
+def locate_stall(profile: LineProfile, reason: str) -> list[dict]:
+    per_line, per_opcode, total = _line_samples(profile, reason)
     return _top(profile, per_line, total, f"{reason} samples", per_opcode)
+
+
+def locate_stall_growth(profile: LineProfile, reference: LineProfile, reason: str) -> list[dict]:
+    """For a finding against a reference built from the same source: the lines whose share of the
+    kernel's samples in `reason` grew most over the reference's (each side's samples of the reason
+    over all its samples, so the two sampling rates cancel). Empty when no line is in both."""
+    t_line, t_opcode, t_total = _line_samples(profile, reason)
+    r_line, _, r_total = _line_samples(reference, reason)
+    t_all, r_all = profile.total_samples(), reference.total_samples()
+    if t_total < MIN_SAMPLES or t_all <= 0 or r_all <= 0:
+        return []
+    r_by_identity = {(file_identity(reference, f), line): n for (f, line), n in r_line.items()}
+    # The same source on both sides: most of the target's samples sit on lines the reference has
+    # samples on too (two kernels that share only library lines are compared per kernel instead).
+    shared = sum(n for (f, line), n in t_line.items() if (file_identity(profile, f), line) in r_by_identity)
+    if shared < MIN_SHARED_SOURCE * t_total:
+        return []
+    growth = {key: n / t_all - r_by_identity.get((file_identity(profile, key[0]), key[1]), 0.0) / r_all
+              for key, n in t_line.items()}
+    grown = {k: g for k, g in growth.items() if g > 0}
+    total = sum(grown.values())
+    if total <= 0:
+        return []
+    out = []
+    for key, g in sorted(grown.items(), key=lambda kv: -kv[1])[:MAX_LOCATIONS]:
+        if g / total < MIN_SHARE:
+            break
+        path, line = key
+        f = profile.files.get(path)
+        loc = {"file": file_identity(profile, path), "line": line, "share": g / total,
+               "reason": f"the growth of {reason} samples over the reference", "recorded_file": path,
+               "stale": bool(f and line in f.stale_lines)}
+        loc.update(_dominant_opcode(t_opcode.get(key, {}), t_line[key]))
+        out.append(loc)
+    return out
 
 
 def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
@@ -134,13 +191,24 @@ def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
     return _top(profile, per_line, total, f"samples on {words} instructions")
 
 
-def attach_locations(findings: list[Finding], profile: LineProfile | None) -> list[Finding]:
-    """Fill `locations` of the stall and memory findings from the target's per-line records."""
-    if profile is None or not profile.has_source_counters or not profile.has_line_info:
+def _has_lines(profile: LineProfile | None) -> bool:
+    return profile is not None and profile.has_source_counters and profile.has_line_info
+
+
+def attach_locations(findings: list[Finding], profile: LineProfile | None,
+                     reference: LineProfile | None = None) -> list[Finding]:
+    """Fill `locations` of the stall and memory findings from the target's per-line records; a
+    stall finding against the reference, where both sides have lines of the same source, at the
+    lines where that stall grew."""
+    if not _has_lines(profile):
         return findings
     for f in findings:
         reason = stall_reason(f)
-        located = locate_stall(profile, reason) if reason else []
+        located = []
+        if reason and f.compares == "reference" and _has_lines(reference):
+            located = locate_stall_growth(profile, reference, reason)
+        if reason and not located:
+            located = locate_stall(profile, reason)
         if not located and f.rule_id in MEMORY_CLASSES:
             located = locate_memory(profile, MEMORY_CLASSES[f.rule_id])
         f.locations = located

@@ -326,3 +326,46 @@ def test_sarif_file_that_exists_is_kept_without_force(fixture_file, tmp_path):
     assert "exists: pass -f/--force" in refused.stderr and sarif.read_text() == "keep me"
     assert run("diff", fixture_file(GEMM), "--sarif", sarif, "-f").exit_code == 0
     assert json.loads(sarif.read_text())["version"] == "2.1.0"
+
+
+def _synthetic_lines(rows):
+    """A LineProfile of (file, line, offset, opcode, barrier samples, other samples) rows, one function."""
+    from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, SourceFile
+
+    insts = [(f, line, InstructionCounters(function="k", offset=off, text=op, opcode=op,
+                                           samples={"barrier": bar, "selected": other}))
+             for f, line, off, op, bar, other in rows]
+    files = {f: SourceFile(path=f) for f, *_ in rows}
+    return LineProfile.build("k", "synthetic", insts, files, has_source_counters=True)
+
+
+def test_barrier_samples_after_a_bar_sync_are_the_bar_s_and_growth_names_where_they_grew():
+    from kernelscope.rules import line_locations
+    from kernelscope.rules.findings import Finding, QuotedValue
+
+    # bar.sync in the epilogue (line 61), its wait sampled at the next instruction (a BRA of line 71);
+    # a wgmma wait (line 405) that holds more barrier samples on both sides but did not grow.
+    slow = _synthetic_lines([("k/epilogue.py", 61, 0x100, "BAR.SYNC.DEFER_BLOCKING", 0, 5),
+                             ("k/kernel.py", 71, 0x110, "BRA", 300, 5),
+                             ("k/kernel.py", 405, 0x200, "WARPGROUP.DEPBAR.LE", 600, 5),
+                             ("k/kernel.py", 500, 0x300, "HGMMA.64x128x16.F32.BF16", 0, 3090)])
+    fast = _synthetic_lines([("k/epilogue.py", 61, 0x100, "BAR.SYNC.DEFER_BLOCKING", 0, 5),
+                             ("k/kernel.py", 71, 0x110, "BRA", 50, 5),
+                             ("k/kernel.py", 405, 0x200, "WARPGROUP.DEPBAR.LE", 600, 5),
+                             ("k/kernel.py", 500, 0x300, "HGMMA.64x128x16.F32.BF16", 0, 3335)])
+    # Within one kernel: the BRA's samples are the BAR's, at its line and opcode.
+    wgmma, bar = line_locations.locate_stall(slow, "barrier")
+    assert (wgmma["line"], wgmma["opcode"]) == (405, "WARPGROUP.DEPBAR")
+    assert (bar["file"], bar["line"], bar["opcode"], bar["share"]) == ("k/epilogue.py", 61, "BAR.SYNC", pytest.approx(1 / 3))
+    # Against the reference: the growth, all of it at the bar.sync.
+    (grew,) = line_locations.locate_stall_growth(slow, fast, "barrier")
+    assert (grew["line"], grew["opcode"], grew["share"]) == (61, "BAR.SYNC", pytest.approx(1.0))
+    assert "bar.sync" in grew["waits_for"]
+    finding = Finding(rule_id="barrier-waits-vs-reference", title="t", severity="warning", compares="reference",
+                      message="m", hint="h", section="s", impact=None, rule_file="builtin",
+                      quoted=[QuotedValue("target.stall_barrier", 1.0, "x", "1")])
+    assert line_locations.attach_locations([finding], slow, fast)[0].locations[0]["line"] == 61
+    # Without the reference's lines, or against another kernel's source: the target's own lines.
+    assert line_locations.attach_locations([finding], slow)[0].locations[0]["line"] == 405
+    other = _synthetic_lines([("fa4/flash_fwd.py", 10, 0x100, "WARPGROUP.DEPBAR.LE", 900, 3000)])
+    assert line_locations.locate_stall_growth(slow, other, "barrier") == []

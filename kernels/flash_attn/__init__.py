@@ -60,9 +60,9 @@ COUNTER_WORDS = 2           # the work queue's global counter (kernels/sm90/work
 EPI_N = 32                  # epilogue subtile width (columns of O)
 LOG2E = 1.4426950408889634
 
-# (dtype width, head dim) -> (S row map, O row map, S column offsets) of the last kernel built:
-# what check_fragments returned while tracing it.
-FRAGMENT_ROW_MAPS: dict[tuple[int, int], tuple] = {}
+# (dtype width, head dim, key block) -> (S row map, O row map, S column offsets) of the last
+# kernel built with them: what check_fragments returned while tracing it.
+FRAGMENT_ROW_MAPS: dict[tuple[int, int, int], tuple] = {}
 # Named barriers: kernels/sm90/barriers.py, AttentionBarrier.
 
 

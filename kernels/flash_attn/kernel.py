@@ -95,7 +95,7 @@ class FlashAttentionSm90:
                 self.dtype, self.dtype, K_MAJOR, warpgroup.OperandMajorMode.MN, cutlass.Float32,
                 (1, 1, 1), tiler_mn=(64, D), a_source=warpgroup.OperandSource.RMEM)
         tv_p = tiled_mma_pv.tv_layout_A_tiled
-        maps = FRAGMENT_ROW_MAPS[(self.dtype.width, D)] = check_fragments(
+        maps = FRAGMENT_ROW_MAPS[(self.dtype.width, D, tn)] = check_fragments(
             tiled_mma_qk.tv_layout_C_tiled, tiled_mma_pv.tv_layout_C_tiled, tv_p,
             self.math_threads, tm, tn * 64 // 128, D * 64 // 128,
             cute.size(tv_p, mode=[1]), 16)

@@ -118,9 +118,31 @@ class KernelSpec:
     # Per-shape choice over default_config (shape, dtype) -> partial config, when the fastest
     # config depends on the shape; `run` and `profile` apply it before the user's --config.
     shape_config: Callable[[Shape, str], Config] | None = None
+    # Raises ConfigRejected when a full config cannot be built for (shape, dtype): lets a
+    # per-shape choice the caller's overrides contradict give way (config_for).
+    config_check: Callable[[Config, Shape, str], None] | None = None
 
     def config_for(self, shape: Shape, dtype: str, overrides: Config | None = None) -> Config:
-        """default_config, then the per-shape choice, then the caller's overrides."""
+        """default_config, then the per-shape choice, then the caller's overrides. Where the
+        overrides contradict the per-shape choice (together they cannot be built), the choice
+        gives way: one of its keys is left out if that is enough, else all of them."""
         tuned = self.shape_config(shape, dtype) if self.shape_config is not None else {}
-        return {**self.default_config, **tuned, **(overrides or {})}
+        overrides = dict(overrides or {})
+        merged = {**self.default_config, **tuned, **overrides}
+        if not tuned or not overrides or self.config_check is None or self._buildable(merged, shape, dtype):
+            return merged
+        for key in tuned:
+            if key in overrides:
+                continue
+            fewer = {**self.default_config, **{k: v for k, v in tuned.items() if k != key}, **overrides}
+            if self._buildable(fewer, shape, dtype):
+                return fewer
+        return {**self.default_config, **overrides}
+
+    def _buildable(self, config: Config, shape: Shape, dtype: str) -> bool:
+        try:
+            self.config_check(config, shape, dtype)
+        except ConfigRejected:
+            return False
+        return True
 

@@ -166,8 +166,9 @@ def test_turn_barriers_take_the_warpgroup_index_at_run_time(qk_mn, D):
     turn_ids = {int(AttentionBarrier.TURN_WG0) + w for w in range(fa.math_warpgroups(fa.FlashAttnConfig(qk_mn=qk_mn)))}
     # The one constant turn barrier: warpgroup 0's first turn, given once before the loops.
     assert [c for c in constant if c[1] in turn_ids] == [("ARV", int(AttentionBarrier.TURN_WG0))], constant
-    # Each of the two loops (intra-warpgroup overlap, and a tile's last P V) waits and hands over.
-    assert sorted(kind for kind, _ in by_register) == ["ARV", "ARV", "SYNC.DEFER_BLOCKING", "SYNC.DEFER_BLOCKING"], bars
+    # A tile's first Q K^T (first_block_turn), the key-block loop and a tile's last P V each wait
+    # for the turn and hand it over.
+    assert sorted(kind for kind, _ in by_register) == ["ARV"] * 3 + ["SYNC.DEFER_BLOCKING"] * 3, bars
     # The key-block loop (the innermost loop with WGMMAs): its two turn barriers and nothing else.
     (key_block,) = [loop for loop in innermost(find_loops(ck.sass)) if loop.opcodes.get("HGMMA")]
     wgmmas = (qk_mn[1] // 16) + (D // 16)       # P V's k-blocks, then Q K^T's
@@ -233,6 +234,33 @@ def test_an_epilogue_per_warpgroup_only_where_it_paid():
         assert fa.FlashAttnConfig.from_mapping(fa.tuned_config(shape)).wg_epilogue is False
     with pytest.raises(ConfigRejected, match="O's own buffer"):
         fa.validate(fa.FlashAttnConfig(wg_epilogue=True, o_reuses_q=True), 128)
+
+
+def test_a_tiles_first_q_k_takes_a_turn_only_where_turns_are_taken():
+    shape = {"B": 2, "H": 3, "S": 1000, "D": 128, "causal": 0}
+    turn = fa.compile_flash_attn({}, shape)
+    no_turn = fa.compile_flash_attn({"first_block_turn": False}, shape)
+    assert len(_TURN_BAR.findall(turn.sass)) == len(_TURN_BAR.findall(no_turn.sass)) + 2
+    # Without ping-pong there are no turns to take: the flag changes nothing.
+    plain = {"pingpong": False}
+    assert (fa.compile_flash_attn(plain, shape).sass
+            == fa.compile_flash_attn({**plain, "first_block_turn": False}, shape).sass)
+    with pytest.raises(ConfigRejected, match="true or false"):
+        fa.validate(fa.FlashAttnConfig(first_block_turn=0), 128)
+
+
+def test_a_per_shape_choice_gives_way_to_overrides_it_cannot_be_built_with():
+    spec = fa.FLASH_ATTN_SPEC
+    causal = {"B": 1, "H": 2, "S": 1000, "D": 128, "causal": 1}
+    assert spec.config_for(causal, "bfloat16")["wg_epilogue"] is True
+    # O in Q's buffer is stored by all warpgroups together: the per-warpgroup epilogue yields.
+    cfg = spec.config_for(causal, "bfloat16", {"o_reuses_q": True})
+    assert cfg["o_reuses_q"] is True and cfg["wg_epilogue"] is False
+    # Only the contradicted key goes: the wider key blocks stay.
+    cfg = spec.config_for({**causal, "causal": 0}, "bfloat16", {"o_reuses_q": True})
+    assert tuple(cfg["qk_mn"]) == (128, 160) and cfg["wg_epilogue"] is False
+    # Overrides that cannot be built at all stay as given, for compile to refuse with its reason.
+    assert spec.config_for(causal, "bfloat16", {"num_stages": 5})["num_stages"] == 5
 
 
 def test_long_equal_tiles_keep_the_fixed_stride():

@@ -70,7 +70,7 @@ FRAGMENT_ROW_MAPS: dict[tuple[int, int, int], tuple] = {}
 class FlashAttnConfig(KernelConfig):
     KERNEL = "flash_attn"
     PAIRS = ("qk_mn",)
-    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q", "dynamic_schedule", "wg_epilogue")
+    TEXT_FLAGS = ("intra_wg_overlap", "pingpong", "o_reuses_q", "dynamic_schedule", "wg_epilogue", "first_block_turn")
 
     qk_mn: tuple[int, int] = (128, 128)
     num_stages: int = 2
@@ -90,6 +90,10 @@ class FlashAttnConfig(KernelConfig):
     # runs while the others still issue their last matrix products, and the turn order survives
     # the tile boundary. Same shared memory (the O buffer split by warpgroup).
     wg_epilogue: bool = False
+    # With ping-pong and the overlapped loop, a tile's first Q K^T also waits for its warpgroup's
+    # turn, so the warpgroups start a tile staggered instead of all issuing at once and then all
+    # running their first softmax while the tensor pipe idles (v8 in NOTES.md).
+    first_block_turn: bool = True
 
 
 def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
@@ -141,9 +145,9 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             f"cluster_size_m must be 1 (K/V multicast across query tiles is not built), "
             f"got {cfg.cluster_size_m}")
     if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q,
-                                             cfg.dynamic_schedule, cfg.wg_epilogue)):
-        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q, dynamic_schedule and wg_epilogue "
-                             "must be true or false")
+                                             cfg.dynamic_schedule, cfg.wg_epilogue, cfg.first_block_turn)):
+        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q, dynamic_schedule, wg_epilogue and "
+                             "first_block_turn must be true or false")
     if cfg.wg_epilogue and cfg.o_reuses_q:
         raise ConfigRejected("wg_epilogue needs O's own buffer: O staged in Q's buffer (o_reuses_q) "
                              "is stored by all math warpgroups together")
@@ -372,6 +376,12 @@ def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
     return {"qk_mn": (192, 128)}
 
 
+def check_config(config, shape, dtype: str = "bfloat16") -> None:
+    """KernelSpec.config_check: ConfigRejected when `config` cannot be built for `shape`."""
+    _, _, _, D, causal = check_shape(shape, dtype)
+    validate(_config_of(config), D, causal)
+
+
 def make_inputs(shape, dtype: str = "bfloat16", seed: int = 0, device: str = "cuda"):
     import torch
     B, H, S, D, causal = check_shape(shape, dtype)
@@ -443,4 +453,5 @@ FLASH_ATTN_SPEC = KernelSpec(
     tile=(1, 128, 1, 128),
     torch_reference=torch_reference,
     shape_config=tuned_config,
+    config_check=check_config,
 )

@@ -381,10 +381,10 @@ class FlashAttentionSm90:
             # First block (n = n_blocks - 1): masked, no P V before it.
             n = n_blocks - 1
             k_ring.consumer_wait(position.index, position.phase)
-            if cutlass.const_expr(not self.cfg.intra_wg_overlap):
+            if cutlass.const_expr(not self.cfg.intra_wg_overlap or self.cfg.first_block_turn):
                 self.turns.wait(wg)
             self.mma_qk(tiled_mma_qk, acc_s, tSrQ, tSrK, position.index, qk_blocks)
-            if cutlass.const_expr(not self.cfg.intra_wg_overlap):
+            if cutlass.const_expr(not self.cfg.intra_wg_overlap or self.cfg.first_block_turn):
                 self.turns.hand_over(wg)
             cute.nvgpu.warpgroup.wait_group(0)
             k_ring.consumer_release(position.index, signals, 0)

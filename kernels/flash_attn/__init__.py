@@ -9,7 +9,7 @@ math warpgroup
 against K/V blocks of 128 rows (or qk_mn[1], see below).
 - Producer: warp 0 walks the persistent schedule (work = (query tile, head, batch), the query
   tiles of one head in a row so that its K and V stay in L2; causal: longest tiles first) and
-  issues TMA loads. With dynamic_schedule (the default but for long non-causal D=128) a CTA's
+  issues TMA loads. With dynamic_schedule (the default) a CTA's
   next work item is the next one not yet taken (a global counter, kernels/sm90/work_queue.py),
   handed to the math warps through shared memory; otherwise CTA c takes c, c + grid, ...
   Q has its own full/empty mbarrier pair: the math warps release it after the
@@ -27,9 +27,12 @@ against K/V blocks of 128 rows (or qk_mn[1], see below).
 - intra_wg_overlap: per block j the warpgroup issues Q K^T for block j+1 and P V for block j
   back to back, and runs the softmax of j+1 while P V runs.
 - pingpong: the math warpgroups take turns issuing their WGMMAs (kernels/sm90/pingpong.py over
-  AttentionBarrier.TURN_WG*), so one warpgroup's softmax overlaps the other's matrix products.
+  AttentionBarrier.TURN_WG*), so one warpgroup's softmax overlaps the other's matrix products;
+  with first_block_turn a tile's first Q K^T takes its turn too, so a tile starts staggered.
 - Epilogue: O / rowsum -> 16 bits -> stmatrix into a shared buffer of its own -> TMA store
-  (kernels/sm90/epilogue.py); TMA clips rows past S. With o_reuses_q the buffer is Q's: the
+  (kernels/sm90/epilogue.py); TMA clips rows past S. With wg_epilogue each math warpgroup stores
+  its own 64 rows (its buffers, barrier and store warp), so its epilogue runs while the others
+  still compute. With o_reuses_q the buffer is Q's: the
   math warpgroups meet after their last Q K^T, and Q goes back to the producer once O's stores
   have read it.
 - Key blocks: 128 wide (square tiles, any case) or, without the causal mask, any multiple of 16
@@ -360,18 +363,18 @@ def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
     interleave them better. Causal keeps square tiles (the mask needs them).
     The work queue (dynamic_schedule, the default) against the fixed stride, in turns on an H100
     (two runs) and an H200: faster causal (1.8-2.9 %), at D=64 (0.9-1.3 %) and at S=2048 (0.5-1.2 %);
-    slower by 0.3-0.9 % non-causal at D=128 from S=8192 (long tiles of equal cost), which keep
-    the fixed stride.
+    0.3-0.9 % slower non-causal at D=128 from S=8192 (long tiles of equal cost) on its own.
     An epilogue per math warpgroup (wg_epilogue), in turns on an H200 and an H100: at D=128 with
     S < 8192 (short key loops, where a tile's epilogue is a larger share) 2.8-2.9 % faster at
-    16x16x2048x128, 1.5 % at S=4096, 4.8 % at S=1024, 1.2 % causal at S=2048; within 0.2 % either
-    way from S=8192; 2.2-2.4 % slower with three math warpgroups (D=64)."""
-    short = int(shape["D"]) == 128 and int(shape["S"]) < 8192
+    16x16x2048x128, 1.5 % at S=4096, 4.8 % at S=1024, 1.0-1.2 % causal at S=2048 and 4096;
+    2.2-2.4 % slower with three math warpgroups (D=64). From S=8192 non-causal it is within 0.2 %
+    with the fixed stride, but with the work queue (and a tile's first Q K^T taking its turn,
+    v8) 0.6-1.0 % faster than the fixed stride alone (three runs, both GPUs): so there too.
+    Causal from S=8192: within 0.2 % either way, left off."""
     if int(shape.get("causal", 0)):
+        short = int(shape["D"]) == 128 and int(shape["S"]) < 8192
         return {"wg_epilogue": True} if short else {}
     if int(shape["D"]) == 128:
-        if not short:
-            return {"qk_mn": (128, 160), "dynamic_schedule": False}
         return {"qk_mn": (128, 160), "wg_epilogue": True}
     return {"qk_mn": (192, 128)}
 

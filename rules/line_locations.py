@@ -6,7 +6,10 @@ is about (shared, global, TMA, local) hold the most samples. The share is of all
 the kernel. Nothing is located without per-line records, without line information, or when the
 samples of that kind are too few to say (never a guess). A stall location also names the
 instruction kind that holds most of the line's samples of that reason and, for waits whose
-reason name misleads (WAITS_AT), what the warps wait for.
+reason name misleads (WAITS_AT), what the warps wait for. A stall finding against a reference
+built from the same source is located where that stall grew (each side's share of its samples),
+not where it is largest. A warp waiting at a bar.sync is sampled at the instruction after it;
+those barrier samples are counted at the BAR.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ WAITS_AT = {
 }
 MIN_OPCODE_SHARE = 0.5      # a line's samples are said to sit on one instruction kind from this share
 MIN_SHARED_SOURCE = 0.5     # growth per line only where the lines shared with the reference hold this share
-SASS_INSTRUCTION_BYTES = 16  # every instruction of sm_70 and later: the next one is 16 bytes on
+SASS_INSTRUCTION_BYTES = 16  # sm_70 and later encode every instruction in 16 bytes
 
 
 def stall_reason(finding: Finding) -> str | None:

@@ -42,10 +42,6 @@ class TmaStoreEpilogue:
         self.barrier_id = int(barrier_id)
         self.groups = groups
 
-    @staticmethod
-    def smem_bytes(c_dtype_width: int, tile_m: int, epi_n: int, stages: int, groups: int = 1) -> int:
-        return tile_m * epi_n * c_dtype_width // 8 * stages * groups
-
     # -- host side (inside @cute.jit) -------------------------------------------------------------
     def make_smem_layout(self):
         return sm90_utils.make_smem_layout_epi(

@@ -68,9 +68,10 @@ def stall_reason(finding: Finding) -> str | None:
 
 
 def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label: str,
-         per_opcode: dict[tuple, dict[str, float]] | None = None) -> list[dict]:
-    if total < MIN_SAMPLES:
-        return []
+         per_opcode: dict[tuple, dict[str, float]] | None = None,
+         line_samples: dict[tuple, float] | None = None) -> list[dict]:
+    """The heaviest lines by `per_line` (a share of `total` each); a line's instruction kind is
+    judged on its samples (`line_samples`, default `per_line`)."""
     out = []
     for key, n in sorted(per_line.items(), key=lambda kv: -kv[1])[:MAX_LOCATIONS]:
         share = n / total
@@ -80,7 +81,7 @@ def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label
         f = profile.files.get(path)
         loc = {"file": file_identity(profile, path), "line": line, "share": share, "reason": label,
                "recorded_file": path, "stale": bool(f and line in f.stale_lines)}
-        loc.update(_dominant_opcode((per_opcode or {}).get(key, {}), n))
+        loc.update(_dominant_opcode((per_opcode or {}).get(key, {}), (line_samples or per_line)[key]))
         out.append(loc)
     return out
 
@@ -142,6 +143,8 @@ def _line_samples(profile: LineProfile, reason: str):
 
 def locate_stall(profile: LineProfile, reason: str) -> list[dict]:
     per_line, per_opcode, total = _line_samples(profile, reason)
+    if total < MIN_SAMPLES:
+        return []
     return _top(profile, per_line, total, f"{reason} samples", per_opcode)
 
 
@@ -166,18 +169,7 @@ def locate_stall_growth(profile: LineProfile, reference: LineProfile, reason: st
     total = sum(grown.values())
     if total <= 0:
         return []
-    out = []
-    for key, g in sorted(grown.items(), key=lambda kv: -kv[1])[:MAX_LOCATIONS]:
-        if g / total < MIN_SHARE:
-            break
-        path, line = key
-        f = profile.files.get(path)
-        loc = {"file": file_identity(profile, path), "line": line, "share": g / total,
-               "reason": f"the growth of {reason} samples over the reference", "recorded_file": path,
-               "stale": bool(f and line in f.stale_lines)}
-        loc.update(_dominant_opcode(t_opcode.get(key, {}), t_line[key]))
-        out.append(loc)
-    return out
+    return _top(profile, grown, total, f"the growth of {reason} samples over the reference", t_opcode, t_line)
 
 
 def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
@@ -190,6 +182,8 @@ def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
             total += i.sample_total
             if r.line is not None:
                 per_line[(r.file, r.line)] = per_line.get((r.file, r.line), 0.0) + i.sample_total
+    if total < MIN_SAMPLES:
+        return []
     words = " and ".join(_CLASS_WORDS.get(c, c) for c in classes)
     return _top(profile, per_line, total, f"samples on {words} instructions")
 

@@ -7,6 +7,7 @@ function returning one) defined in the user's own file.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -125,18 +126,20 @@ class KernelSpec:
     def config_for(self, shape: Shape, dtype: str, overrides: Config | None = None) -> Config:
         """default_config, then the per-shape choice, then the caller's overrides. Where the
         overrides contradict the per-shape choice (together they cannot be built), the choice
-        gives way: one of its keys is left out if that is enough, else all of them."""
+        gives way: as few of its keys are left out as make it buildable (the first such set in
+        the choice's key order), else all of them."""
         tuned = self.shape_config(shape, dtype) if self.shape_config is not None else {}
         overrides = dict(overrides or {})
         merged = {**self.default_config, **tuned, **overrides}
         if not tuned or not overrides or self.config_check is None or self._buildable(merged, shape, dtype):
             return merged
-        for key in tuned:
-            if key in overrides:
-                continue
-            fewer = {**self.default_config, **{k: v for k, v in tuned.items() if k != key}, **overrides}
-            if self._buildable(fewer, shape, dtype):
-                return fewer
+        yielding = [key for key in tuned if key not in overrides]
+        for count in range(1, len(yielding)):
+            for left_out in itertools.combinations(yielding, count):
+                fewer = {**self.default_config, **{k: v for k, v in tuned.items() if k not in left_out},
+                         **overrides}
+                if self._buildable(fewer, shape, dtype):
+                    return fewer
         return {**self.default_config, **overrides}
 
     def _buildable(self, config: Config, shape: Shape, dtype: str) -> bool:

@@ -58,6 +58,16 @@ def fake_gemm_operands(dtype: str, out_dtype: str, a_major: str = "k", b_major: 
     return fa, fb, fc
 
 
+def fake_workspace():
+    """Fake fp32 and int32 vectors (a split's partial results and its counters) for compiling
+    without a GPU."""
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    return (make_fake_compact_tensor(cutlass.Float32, (cute.sym_int32(),), assumed_align=16),
+            make_fake_compact_tensor(cutlass.Int32, (cute.sym_int32(),), assumed_align=16))
+
+
 def fake_stream():
     from cutlass.cute.runtime import make_fake_stream
     return make_fake_stream()

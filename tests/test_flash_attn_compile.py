@@ -127,7 +127,8 @@ def test_fragment_check_catches_a_row_split_across_warps():
     ({"qk_mn": (128, 256)}, 128, "registers"),
     ({"num_stages": 3, "qk_mn": (128, 176), "o_reuses_q": True}, 128, "shared memory"),
     ({"num_stages": 4}, 128, "num_stages"),
-    ({"cluster_size_m": 2}, 128, "cluster_size_m"),
+    ({"cluster_size_m": 4}, 128, "cluster_size_m"),
+    ({"cluster_size_m": 2}, 128, "dynamic_schedule=false"),
     ({"num_stages": 3}, 128, "o_reuses_q=true saves it"),
     ({}, 96, "head dim"),
     ({"pingpong": 2}, 128, "true or false"),
@@ -138,6 +139,40 @@ def test_bad_configs_are_refused(config, D, why):
     if why:
         assert why in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_cluster_pair_limits():
+    pair = fa.FlashAttnConfig(cluster_size_m=2, dynamic_schedule=False)
+    fa.validate(pair, 128, causal=False)
+    with pytest.raises(ConfigRejected, match="non-causal"):
+        fa.validate(pair, 128, causal=True)
+
+
+def test_tail_plan_cuts_only_a_partial_last_wave():
+    # 688 tiles on 132 SMs: a sixth wave of 28 tiles; 4 parts each fill 112 SMs.
+    assert fa.tail_plan(688, 132, 64, 8) == (660, 4)
+    # 4 tiles in the last wave: as many parts as allowed.
+    assert fa.tail_plan(4096, 132, 52, 8) == (4092, 8)
+    # 68 tiles: 7 parts end after 4/7 of a tile, the best of 2..8.
+    assert fa.tail_plan(2048, 132, 103, 8) == (1980, 7)
+    # Whole waves, the knob off, one key block or parts that gain nothing: no split.
+    assert fa.tail_plan(1980, 132, 64, 8) == (1980, 1)
+    assert fa.tail_plan(688, 132, 64, 1) == (688, 1)
+    assert fa.tail_plan(688, 132, 1, 8) == (688, 1)
+    assert fa.tail_plan(131, 132, 64, 2) == (131, 1)
+    # Fewer tiles than SMs: every tile split.
+    assert fa.tail_plan(48, 132, 7, 2) == (0, 2)
+
+
+def test_tail_split_limits():
+    with pytest.raises(ConfigRejected, match="non-causal"):
+        fa.validate(fa.FlashAttnConfig(tail_parts=8), 128, causal=True)
+    with pytest.raises(ConfigRejected, match="without cluster_size_m=2"):
+        fa.validate(fa.FlashAttnConfig(tail_parts=8, o_reuses_q=True, num_stages=3), 128, causal=False)
+    with pytest.raises(ConfigRejected, match="0..16"):
+        fa.validate(fa.FlashAttnConfig(tail_parts=17), 128, causal=False)
+    assert fa.tuned_config({"B": 2, "H": 8, "S": 8192, "D": 64, "causal": 0})["tail_parts"] == 8
+    assert "tail_parts" not in fa.tuned_config({"B": 4, "H": 16, "S": 8192, "D": 128, "causal": 1})
 
 
 def test_three_math_warpgroups_limits():
@@ -260,6 +295,8 @@ def test_a_per_shape_choice_gives_way_to_overrides_it_cannot_be_built_with():
     # Only the contradicted key goes: the wider key blocks stay.
     cfg = spec.config_for({**causal, "causal": 0}, "bfloat16", {"o_reuses_q": True})
     assert tuple(cfg["qk_mn"]) == (128, 160) and cfg["wg_epilogue"] is False
+    # Two keys go where both contradict it (the last-wave split does not work with O in Q).
+    assert cfg["tail_parts"] == 0
     # Overrides that cannot be built at all stay as given, for compile to refuse with its reason.
     assert spec.config_for(causal, "bfloat16", {"num_stages": 5})["num_stages"] == 5
 

@@ -138,6 +138,39 @@ def test_each_warpgroup_stores_its_own_rows(config, B, H, S, D, causal):
     check(config, B, H, S, D, causal)
 
 
+KV_MULTICAST = {"cluster_size_m": 2, "dynamic_schedule": False}
+
+
+@pytest.mark.parametrize("config,B,H,S,D", [
+    pytest.param({**KV_MULTICAST, "qk_mn": (128, 160), "wg_epilogue": True}, 2, 3, 1000, 128, marks=FAST),
+    # 9 query tiles a head: the last pair's second CTA repeats the last tile.
+    ({**KV_MULTICAST, "qk_mn": (128, 160)}, 1, 3, 1100, 128),
+    ({**KV_MULTICAST, "qk_mn": (192, 128)}, 2, 3, 1111, 64),      # three math warpgroups
+    ({**KV_MULTICAST, "num_stages": 3, "o_reuses_q": True}, 3, 5, 2048, 128),
+    ({**KV_MULTICAST, "intra_wg_overlap": False, "pingpong": False}, 1, 2, 129, 64),
+], ids=["160-d128-wg", "odd-tiles", "three-wg", "three-stages-o-in-q", "plain-129"])
+def test_cluster_pair_shares_k_and_v(config, B, H, S, D):
+    """cluster_size_m=2: each CTA of a pair loads half of every K and V block into both."""
+    check(config, B, H, S, D, False)
+
+
+TUNED_D128 = {"qk_mn": (128, 160), "wg_epilogue": True}
+THREE_WG = {"qk_mn": (192, 128)}
+
+
+# On a 132-SM GPU: 144 tiles (12 in the last wave, 8 parts each); 176 tiles of 192 rows (44, 3
+# parts); 160 tiles (28, 4 parts) on the fixed stride; 48 tiles, all split in 2 (7 key blocks).
+@pytest.mark.parametrize("config,B,H,S,D", [
+    pytest.param({**TUNED_D128, "tail_parts": 8}, 1, 9, 2048, 128, marks=FAST),
+    ({**THREE_WG, "tail_parts": 8}, 2, 8, 2048, 64),
+    ({**TUNED_D128, "tail_parts": 8, "dynamic_schedule": False}, 1, 5, 4096, 128),
+    ({"tail_parts": 2}, 2, 3, 1000, 128),
+], ids=["parts-8", "three-wg", "fixed-stride", "every-tile"])
+def test_last_wave_split_along_the_keys(config, B, H, S, D):
+    """tail_parts: the last wave's tiles in key ranges, each tile's last part merging the others."""
+    check(config, B, H, S, D, False)
+
+
 @pytest.mark.parametrize("config,first,second", [
     # num_stages=3 with overlap on a persistent grid.
     (THREE_STAGES, (4, 8, 1111, 64, True, "bfloat16", 0), (2, 8, 2048, 64, True, "bfloat16", 1)),
@@ -157,8 +190,14 @@ def test_each_warpgroup_stores_its_own_rows(config, B, H, S, D, causal):
     # Each math warpgroup reusing its own O buffers tile after tile, out of step with the others.
     ({**WG_EPILOGUE, "qk_mn": (192, 128)}, (3, 7, 2500, 64, False, "bfloat16", 0),
      (16, 16, 512, 64, False, "float16", 1)),
+    # Pairs of CTAs, several pairs of tiles each, then a shape with an odd tile count.
+    ({**KV_MULTICAST, "qk_mn": (128, 160), "wg_epilogue": True}, (8, 16, 2048, 128, False, "bfloat16", 0),
+     (3, 5, 1100, 128, False, "float16", 1)),
+    # The split's counters must be back at zero for the next launch.
+    ({**TUNED_D128, "tail_parts": 8}, (1, 9, 2048, 128, False, "bfloat16", 0),
+     (1, 67, 256, 128, False, "float16", 1)),
 ], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages", "work-queue",
-        "work-queue-three-warpgroups", "fixed-stride", "wg-epilogue"])
+        "work-queue-three-warpgroups", "fixed-stride", "wg-epilogue", "kv-multicast", "tail-split"])
 def test_repeated_launches_give_the_same_bits(config, first, second):
     """50 launches of the same variant write the same bits, then another shape is still right."""
     inputs, launch = check(config, *first)

@@ -37,6 +37,10 @@ against K/V blocks of 128 rows (or qk_mn[1], see below).
   have read it.
 - Key blocks: 128 wide (square tiles, any case) or, without the causal mask, any multiple of 16
   up to 256 within the register budget; tuned_config picks per shape.
+- tail_parts (not causal): the tiles of the grid's last, partial wave are cut along the keys into
+  parts that the otherwise idle CTAs run; each tile's last part merges the others' softmax
+  states (kernels/sm90/split_k.py) and stores O. cluster_size_m=2: a pair of CTAs shares each
+  K and V block by TMA multicast (a knob; the fixed stride only).
 
 This module (config, checks, compile and launch, the KernelSpec) does not import the DSL; the
 kernel class is in kernel.py, imported when a variant is compiled.
@@ -97,6 +101,12 @@ class FlashAttnConfig(KernelConfig):
     # turn, so the warpgroups start a tile staggered instead of all issuing at once and then all
     # running their first softmax while the tensor pipe idles (v8 in NOTES.md).
     first_block_turn: bool = True
+    # Where the query tiles do not fill the last wave of the persistent grid (tiles % CTAs), the
+    # last wave's tiles are cut along the keys into up to this many parts, run by the CTAs that
+    # would otherwise idle; each tile's last part merges the others' softmax states
+    # (kernels/sm90/split_k.py). 0 or 1: off. Not causal (tiles of unequal cost are the work
+    # queue's to balance).
+    tail_parts: int = 0
 
 
 def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
@@ -143,14 +153,28 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             f"warpgroups ({REGISTER_SPLIT[wgs][1]} registers each) can spare")
     if cfg.num_stages not in (2, 3):
         raise ConfigRejected(f"num_stages must be 2 or 3, got {cfg.num_stages}")
-    if cfg.cluster_size_m != 1:
-        raise ConfigRejected(
-            f"cluster_size_m must be 1 (K/V multicast across query tiles is not built), "
-            f"got {cfg.cluster_size_m}")
+    if cfg.cluster_size_m not in (1, 2):
+        raise ConfigRejected(f"cluster_size_m must be 1 or 2 (K/V multicast to a pair of query tiles), "
+                             f"got {cfg.cluster_size_m}")
+    if cfg.cluster_size_m == 2:
+        if causal:
+            raise ConfigRejected("cluster_size_m=2 needs non-causal attention: the two query tiles of "
+                                 "a cluster must visit the same key blocks")
+        if cfg.dynamic_schedule:
+            raise ConfigRejected("cluster_size_m=2 needs dynamic_schedule=false: the work queue hands "
+                                 "out single query tiles, a cluster takes pairs")
     if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q,
                                              cfg.dynamic_schedule, cfg.wg_epilogue, cfg.first_block_turn)):
         raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q, dynamic_schedule, wg_epilogue and "
                              "first_block_turn must be true or false")
+    if not isinstance(cfg.tail_parts, int) or isinstance(cfg.tail_parts, bool) or not 0 <= cfg.tail_parts <= 16:
+        raise ConfigRejected(f"tail_parts must be an integer in 0..16, got {cfg.tail_parts!r}")
+    if cfg.tail_parts >= 2:
+        if causal:
+            raise ConfigRejected("tail_parts needs non-causal attention (causal tiles differ in cost; the "
+                                 "work queue balances them)")
+        if cfg.cluster_size_m != 1 or cfg.o_reuses_q:
+            raise ConfigRejected("tail_parts works without cluster_size_m=2 and without o_reuses_q")
     if cfg.wg_epilogue and cfg.o_reuses_q:
         raise ConfigRejected("wg_epilogue needs O's own buffer: O staged in Q's buffer (o_reuses_q) "
                              "is stored by all math warpgroups together")
@@ -164,6 +188,38 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
                 f"memory (Q, {cfg.num_stages} K and V stages"
                 f"{'' if cfg.o_reuses_q else ', an O buffer of its own (o_reuses_q=true saves it)'}), "
                 f"the limit is {SMEM_PER_BLOCK_BYTES}")
+
+
+def tail_plan(tiles: int, takers: int, key_blocks: int, max_parts: int) -> tuple[int, int]:
+    """(split_from, parts) of one launch: the tiles from split_from on are the last, partial
+    wave's, each cut into `parts` key ranges; (tiles, 1) when nothing is split. The parts are as
+    many (2..max_parts, at most the key blocks) as make the wave's work end soonest, in tiles:
+    ceil(tail * parts / takers) / parts, the fewest parts among equals (each part's state is
+    written and read once more); no split unless that beats the whole tiles' 1."""
+    tail = tiles % takers
+    if tail == 0:
+        return tiles, 1
+    best, best_parts = 1.0, 1
+    for parts in range(2, min(max_parts, key_blocks) + 1):
+        finish = math.ceil(tail * parts / takers) / parts
+        if finish < best - 1e-9:
+            best, best_parts = finish, parts
+    return (tiles - tail, best_parts) if best_parts > 1 else (tiles, 1)
+
+
+def tail_state_values(head_dim: int) -> int:
+    """fp32 values a math thread exchanges per part: its O accumulators (64 rows x D over 128
+    threads) and two rows' maximum and sum."""
+    return head_dim // 2 + 4
+
+
+def tail_workspace_sizes(cfg: "FlashAttnConfig", head_dim: int, tiles: int, split_from: int,
+                         parts: int) -> tuple[int, int]:
+    """(fp32 partial-state words, int32 counters) of a launch's tail plan (at least 1 each)."""
+    threads = 128 * math_warpgroups(cfg)
+    split_tiles = tiles - split_from
+    return (max(1, split_tiles * (parts - 1) * tail_state_values(head_dim) * threads),
+            max(1, split_tiles * threads // 32))
 
 
 def check_shape(shape, dtype: str) -> tuple[int, int, int, int, bool]:
@@ -265,8 +321,18 @@ def _compiled(cfg: FlashAttnConfig, dtype: str, head_dim: int, causal: bool, use
     else:
         args = _fake_operands(dtype, head_dim)
         stream = cute_build.fake_stream()
+    tail_args = []
+    if cfg.tail_parts >= 2:
+        # Shapes only: a launch binds its own workspace and plan.
+        if use_gpu_tensors:
+            import torch
+            tail_args = [cute_build.to_cute(torch.empty(1, dtype=t, device="cuda"), leading_dim=0)
+                         for t in (torch.float32, torch.int32)] + [0, 1]
+        else:
+            tail_args = [*cute_build.fake_workspace(), 0, 1]
+
     def build():
-        return cute.compile(kernel, *args, cutlass.Float32(1.0), 1, 1, stream,
+        return cute.compile(kernel, *args, cutlass.Float32(1.0), 1, 1, stream, *tail_args,
                             options=cute_build.artifact_options("kernelscope-flash-"))
 
     key = (cfg, dtype, head_dim, causal)
@@ -333,10 +399,25 @@ def bind_flash_attn(cfg: FlashAttnConfig, inputs) -> Callable[[], Any]:
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     import cutlass
     compiled = _compiled(cfg, dtype, D, causal, True)
-    args = (*(cute_build.to_cute(t, leading_dim=3) for t in (q, k, v, out)), _work_counter(q.device),
+    # The persistent grid's size in work takers: CTAs, or clusters of cluster_size_m CTAs.
+    takers = sm_count() if cfg.cluster_size_m == 1 else cute_build.max_active_clusters((cfg.cluster_size_m, 1))
+    args = [*(cute_build.to_cute(t, leading_dim=3) for t in (q, k, v, out)), _work_counter(q.device),
             cutlass.Float32(scale * LOG2E),
-            sm_count(), section_heads(S, D, q.element_size(), B * H), cute_build.current_stream())
-    return cute_build.launcher(compiled, args)
+            takers, section_heads(S, D, q.element_size(), B * H), cute_build.current_stream()]
+    workspace = ()
+    if cfg.tail_parts >= 2:
+        import torch
+        tm, tn = cfg.qk_mn
+        tiles = math.ceil(S / tm) * B * H
+        split_from, parts = tail_plan(tiles, takers, math.ceil(S / tn), cfg.tail_parts)
+        words, counters = tail_workspace_sizes(cfg, D, tiles, split_from, parts)
+        # The counters return to zero at the end of every launch.
+        workspace = (torch.empty(words, dtype=torch.float32, device=q.device),
+                     torch.zeros(counters, dtype=torch.int32, device=q.device))
+        args += [cute_build.to_cute(t, leading_dim=0) for t in workspace] + [split_from, parts]
+    launch = cute_build.launcher(compiled, args)
+    launch.tail_workspace = workspace      # alive as long as the launcher
+    return launch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,13 +451,16 @@ def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
     2.2-2.4 % slower with three math warpgroups (D=64). From S=8192 non-causal it is within 0.2 %
     with the fixed stride, but with the work queue (and a tile's first Q K^T taking its turn,
     v8) 0.6-1.0 % faster than the fixed stride alone (three runs, both GPUs): so there too.
-    Causal from S=8192: within 0.2 % either way, left off."""
+    Causal from S=8192: within 0.2 % either way, left off.
+    The last wave split along the keys (tail_parts=8; without the causal mask), in turns on an
+    H100: 7.8 % faster at 2x8x8192x64 (688 tiles of 192 rows on 132 SMs: the sixth wave holds
+    28), 1.1 % at 4x16x8192x128, 0.2-0.3 % at 16x16x2048x128 and 1x16x16384x128 (v9 in NOTES.md)."""
     if int(shape.get("causal", 0)):
         short = int(shape["D"]) == 128 and int(shape["S"]) < 8192
         return {"wg_epilogue": True} if short else {}
     if int(shape["D"]) == 128:
-        return {"qk_mn": (128, 160), "wg_epilogue": True}
-    return {"qk_mn": (192, 128)}
+        return {"qk_mn": (128, 160), "wg_epilogue": True, "tail_parts": 8}
+    return {"qk_mn": (192, 128), "tail_parts": 8}
 
 
 def check_config(config, shape, dtype: str = "bfloat16") -> None:
@@ -450,6 +534,7 @@ FLASH_ATTN_SPEC = KernelSpec(
         "pingpong": [True, False],
         "dynamic_schedule": [True, False],
         "wg_epilogue": [True, False],
+        "tail_parts": [0, 8],
     },
     expected_sass=["HGMMA", "UTMALDG", "UTMASTG"],
     output_dims=("batch", "seq", "head", "dim"),

@@ -11,16 +11,19 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
+from typing import Optional
+
 from kernelscope.kernels.flash_attn import (
     EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, FlashAttnConfig, check_fragments, epi_stages,
-    math_warpgroups, validate)
+    math_warpgroups, tail_state_values, validate)
 from kernelscope.kernels.sm90.barriers import AttentionBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.fragments import check_compact
 from kernelscope.kernels.sm90.pingpong import PingPongTurns
-from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing
+from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing, make_tma_load, publish_ring_init
 from kernelscope.kernels.sm90.shared_storage import shared_storage
 from kernelscope.kernels.sm90.softmax import OnlineSoftmax
+from kernelscope.kernels.sm90.split_k import SplitStateExchange
 from kernelscope.kernels.sm90.work_queue import BARRIER_WORDS as WORK_BARRIER_WORDS
 from kernelscope.kernels.sm90.work_queue import SLOTS as WORK_SLOTS
 from kernelscope.kernels.sm90.work_queue import WorkQueue
@@ -51,6 +54,9 @@ class FlashAttentionSm90:
         self.causal = causal
         self.tile_m, self.tile_n = cfg.qk_mn
         self.stages = cfg.num_stages
+        # cluster_size_m=2: a cluster runs two query tiles of one head; each CTA loads half of a
+        # K or V block and multicasts it to both.
+        self.cluster_m = cfg.cluster_size_m
         self.math_wgs = math_warpgroups(cfg)
         self.math_threads = 128 * self.math_wgs
         self.threads = 128 + self.math_threads
@@ -67,11 +73,17 @@ class FlashAttentionSm90:
         # threads plus the 128 of the one handing over).
         self.turns = PingPongTurns(AttentionBarrier.TURN_WG0, self.math_wgs, threads=256,
                                    enabled=cfg.pingpong)
+        # tail_parts: the last wave's tiles split along the keys, their parts' states merged.
+        self.tail_split = cfg.tail_parts >= 2
+        self.exchange = SplitStateExchange(self.math_threads, tail_state_values(head_dim)) if self.tail_split else None
 
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor,
                  mCounter: cute.Tensor, scale_log2: cutlass.Float32, max_ctas: cutlass.Int32,
-                 section_heads: cutlass.Int32, stream):
+                 section_heads: cutlass.Int32, stream, partials: cute.Tensor = None,
+                 counters: cute.Tensor = None, split_from: cutlass.Int32 = 0, parts: cutlass.Int32 = 1):
+        """partials, counters, split_from, parts: the tail split's workspace and plan
+        (tail_plan in __init__.py), for variants with tail_parts only."""
         D = self.head_dim
         tm, tn = self.tile_m, self.tile_n
         # (B, S, H, D) -> (S, D, H, B): rows and the contiguous head dim first, as TMA tiles them;
@@ -110,16 +122,24 @@ class FlashAttentionSm90:
 
         g2s = cpasync.CopyBulkTensorTileG2SOp()
         tma_q, tQ = cpasync.make_tiled_tma_atom(g2s, q, cute.slice_(sQ_layout, (None, None, 0)), (tm, D))
-        tma_k, tK = cpasync.make_tiled_tma_atom(g2s, k, cute.slice_(sK_layout, (None, None, 0)), (tn, D))
-        tma_v, tV = cpasync.make_tiled_tma_atom(g2s, vt, cute.slice_(sV_layout, (None, None, 0)), (D, tn))
+        tma_k, tK = make_tma_load(k, sK_layout, (tn, D), self.cluster_m)
+        tma_v, tV = make_tma_load(vt, sV_layout, (D, tn), self.cluster_m)
         tma_o, tO = self.epilogue.make_tma_store(o, sO_layout)
 
         seqlen = q.shape[0]
         heads = q.shape[2]
         batch = q.shape[3]
         m_blocks = (seqlen + tm - 1) // tm
-        num_work = m_blocks * heads * batch
-        ctas = cutlass.max(cutlass.min(num_work, max_ctas), 1)
+        # A work item is a query tile, or with a cluster a pair of them (see work_tile).
+        num_work = ((m_blocks + self.cluster_m - 1) // self.cluster_m) * heads * batch
+        if cutlass.const_expr(self.tail_split):
+            # Tiles before split_from one item each, then `parts` items per tile.
+            num_work = split_from + (num_work - split_from) * parts
+        else:
+            # Not passed on: the kernel of a variant without the tail split has no such parameters.
+            split_from, parts = None, None
+        # max_ctas: the work takers resident at once (CTAs, or clusters with cluster_m > 1).
+        ctas = cutlass.max(cutlass.min(num_work, max_ctas), 1) * self.cluster_m
 
         buffers = [("sQ", self.dtype, sQ_layout), ("sK", self.dtype, sK_layout), ("sV", self.dtype, sV_layout)]
         if cutlass.const_expr(self.cfg.o_reuses_q):
@@ -135,8 +155,9 @@ class FlashAttentionSm90:
             4 * self.stages + 2 + (WORK_BARRIER_WORDS if self.cfg.dynamic_schedule else 0), buffers)
         self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv, tiled_mma_o,
                     sQ_layout, sK_layout, sV_layout, sO_layout, seqlen, heads, m_blocks, num_work,
-                    scale_log2, section_heads, mCounter).launch(
-            grid=[ctas, 1, 1], block=[self.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
+                    scale_log2, section_heads, mCounter, partials, counters, split_from, parts).launch(
+            grid=[ctas, 1, 1], block=[self.threads, 1, 1], cluster=[self.cluster_m, 1, 1],
+            min_blocks_per_mp=1, stream=stream)
 
     @cute.kernel
     def kernel(self, tma_q: cute.CopyAtom, tQ: cute.Tensor, tma_k: cute.CopyAtom, tK: cute.Tensor,
@@ -146,11 +167,18 @@ class FlashAttentionSm90:
                sV_layout: cute.ComposedLayout, sO_layout: cute.ComposedLayout,
                seqlen: cutlass.Int32, heads: cutlass.Int32, m_blocks: cutlass.Int32,
                num_work: cutlass.Int32, scale_log2: cutlass.Float32, section_heads: cutlass.Int32,
-               mCounter: cute.Tensor):
+               mCounter: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor,
+               split_from: Optional[cutlass.Int32], parts: Optional[cutlass.Int32]):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_work, _, _ = cute.arch.block_idx()
         work_stride, _, _ = cute.arch.grid_dim()
+        cta_rank = cutlass.Int32(0)
+        if cutlass.const_expr(self.cluster_m > 1):
+            # Clusters take the work items; a cluster's CTAs are consecutive in x.
+            cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+            first_work = first_work // self.cluster_m
+            work_stride = work_stride // self.cluster_m
 
         if warp_idx == 0:
             cpasync.prefetch_descriptor(tma_q)
@@ -165,9 +193,10 @@ class FlashAttentionSm90:
         v_bytes = cute.size_in_bytes(self.dtype, cute.slice_(sV_layout, (None, None, 0)))
         q_bytes = cute.size_in_bytes(self.dtype, cute.slice_(sQ_layout, (None, None, 0)))
         math_warps = self.math_threads // 32
-        k_ring = TmaRing(bars, self.stages, k_bytes, consumer_warps=math_warps, cluster_mn=(1, 1))
+        k_ring = TmaRing(bars, self.stages, k_bytes, consumer_warps=math_warps,
+                         cluster_mn=(self.cluster_m, 1))
         v_ring = TmaRing(bars + 2 * self.stages, self.stages, v_bytes, consumer_warps=math_warps,
-                         cluster_mn=(1, 1))
+                         cluster_mn=(self.cluster_m, 1))
         q_full = bars + 4 * self.stages
         q_empty = q_full + 1
         k_ring.init(warp_idx)
@@ -184,7 +213,8 @@ class FlashAttentionSm90:
                 # staged in Q's buffer, when the store warp has seen O's stores read it.
                 cute.arch.mbarrier_init(q_empty, 1 if self.cfg.o_reuses_q else math_warps)
             cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
+        # With a cluster the peer must see the rings' barriers before it multicasts or arrives.
+        publish_ring_init(k_ring)
 
         sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)
@@ -199,25 +229,33 @@ class FlashAttentionSm90:
             if warp_idx == 0:
                 self.produce(tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring,
                              q_full, q_empty, q_bytes, seqlen, heads, m_blocks, num_work,
-                             first_work, work_stride, section_heads, queue)
+                             first_work, work_stride, section_heads, cta_rank, split_from, parts, queue)
         else:
             cute.arch.setmaxregister_increase(REGISTER_SPLIT[self.math_wgs][1])
             self.consume(tiled_mma_qk, tiled_mma_pv, tiled_mma_o, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                          q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work,
-                         work_stride, scale_log2, tidx - 128, warp_idx, section_heads, queue)
+                         work_stride, scale_log2, tidx - 128, warp_idx, section_heads, cta_rank,
+                         partials, counters, split_from, parts, queue)
 
     # -- schedule ---------------------------------------------------------------------------
     @cute.jit
-    def work_tile(self, work, heads, m_blocks, num_work, section_heads):
+    def work_tile(self, work, heads, m_blocks, num_work, section_heads, cta_rank):
         """Work index -> (query tile, head, batch).
-        Not causal: the query tiles of one head in a row (its K and V stay in L2).
+        Not causal: the query tiles of one head in a row (its K and V stay in L2). With a
+        cluster of two, work w is a pair of consecutive tiles of one head; CTA r takes the
+        pair's tile r (with an odd tile count the last pair's second CTA repeats the last tile:
+        it must still load and release its halves of K and V, and it writes the same O).
         Causal (tiles of very different lengths): the (batch, head) pairs are cut into
         sections of `section_heads` whose K and V fit in L2 together; inside a section the
         tiles go longest first across its heads (tile rank major, head minor), which with the
         snake assignment of `nth_work` balances the CTAs' work."""
         m_block = work
         bh = work
-        if cutlass.const_expr(not self.causal):
+        if cutlass.const_expr(not self.causal and self.cluster_m > 1):
+            pairs = (m_blocks + 1) // 2
+            bh = work // pairs
+            m_block = cutlass.min(2 * (work - bh * pairs) + cta_rank, m_blocks - 1)
+        elif cutlass.const_expr(not self.causal):
             bh = work // m_blocks
             m_block = work - bh * m_blocks
         else:
@@ -235,10 +273,31 @@ class FlashAttentionSm90:
         return m_block, head, batch
 
     @cute.jit
-    def work_blocks(self, work, heads, m_blocks, num_work, section_heads, seqlen):
+    def work_blocks(self, work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank):
         """work_tile's (query tile, head, batch) and the number of key blocks the tile visits."""
-        m_block, head, batch = self.work_tile(work, heads, m_blocks, num_work, section_heads)
+        m_block, head, batch = self.work_tile(work, heads, m_blocks, num_work, section_heads, cta_rank)
         return m_block, head, batch, self.kv_blocks(m_block, seqlen)
+
+    @cute.jit
+    def work_item(self, work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, parts):
+        """(query tile, head, batch, first key block, key blocks, part, split tile) of work item
+        `work`. With the tail split, item split_from + i * parts + p is part p of tile
+        split_from + i (split tile i), over its share of the tile's key blocks."""
+        if cutlass.const_expr(not self.tail_split):
+            m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads,
+                                                              seqlen, cta_rank)
+            return m_block, head, batch, 0, n_blocks, 0, 0
+        in_tail = work >= split_from
+        tail = cutlass.max(work - split_from, 0)
+        split_tile = tail // parts
+        part = tail - split_tile * parts
+        tile = cutlass.select_(in_tail, split_from + split_tile, work)
+        m_block, head, batch, n_blocks = self.work_blocks(tile, heads, m_blocks, num_work, section_heads,
+                                                          seqlen, cta_rank)
+        ways = cutlass.select_(in_tail, parts, 1)
+        n_first = part * n_blocks // ways
+        n_end = (part + 1) * n_blocks // ways
+        return m_block, head, batch, n_first, n_end - n_first, part, split_tile
 
     @cute.jit
     def nth_work(self, wave, first_work, work_stride):
@@ -263,9 +322,16 @@ class FlashAttentionSm90:
     @cute.jit
     def produce(self, tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring, q_full,
                 q_empty, q_bytes, seqlen, heads, m_blocks, num_work, first_work, work_stride,
-                section_heads, queue=None):
+                section_heads, cta_rank, split_from, parts, queue=None):
         D = self.head_dim
         lane = cute.arch.lane_idx()
+        # With a cluster this CTA loads its half of each K and V block into both CTAs.
+        cm = self.cluster_m
+        kv_mask = None
+        kv_rank = 0
+        if cutlass.const_expr(cm > 1):
+            kv_mask = cutlass.Int16((1 << cm) - 1)
+            kv_rank = cta_rank
         position = RingPosition.producer_start(self.stages)
         q_phase = cutlass.Int32(1)
         wave = cutlass.Int32(0)     # tiles this CTA has taken: its wave (fixed stride), its queue slot
@@ -273,23 +339,25 @@ class FlashAttentionSm90:
         if cutlass.const_expr(queue is not None):
             queue.publish(work, wave, lane)
         while work < num_work:
-            m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads, seqlen)
+            m_block, head, batch, n_first, n_blocks, part, split_tile = self.work_item(
+                work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, parts)
+            n_last = n_first + n_blocks - 1
             gQ = cute.local_tile(tQ[(None, None, head, batch)], (self.tile_m, D), (None, 0))
             gK = cute.local_tile(tK[(None, None, head, batch)], (self.tile_n, D), (None, 0))
             gV = cute.local_tile(tV[(None, None, head, batch)], (D, self.tile_n), (0, None))
             tQs, tQg = cpasync.tma_partition(tma_q, 0, cute.make_layout(1),
                                              cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
-            tKs, tKg = cpasync.tma_partition(tma_k, 0, cute.make_layout(1),
+            tKs, tKg = cpasync.tma_partition(tma_k, kv_rank, cute.make_layout(cm),
                                              cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
-            tVs, tVg = cpasync.tma_partition(tma_v, 0, cute.make_layout(1),
+            tVs, tVg = cpasync.tma_partition(tma_v, kv_rank, cute.make_layout(cm),
                                              cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
             # Blocks are visited from the last (the one that may need masking) down to 0.
             # First K, then Q (its buffer frees when the previous tile's last Q K^T is done),
             # then V: the first Q K^T needs only Q and K.
-            n = n_blocks - 1
+            n = n_last
             k_ring.producer_acquire(position.index, position.phase)
             cute.copy(tma_k, tKg[(None, n)], tKs[(None, position.index)],
-                      tma_bar_ptr=k_ring.full_barrier(position.index))
+                      tma_bar_ptr=k_ring.full_barrier(position.index), mcast_mask=kv_mask)
             cute.arch.mbarrier_wait(q_empty, q_phase)
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive_and_expect_tx(q_full, q_bytes)
@@ -297,16 +365,16 @@ class FlashAttentionSm90:
             q_phase ^= 1
             v_ring.producer_acquire(position.index, position.phase)
             cute.copy(tma_v, tVg[(None, n)], tVs[(None, position.index)],
-                      tma_bar_ptr=v_ring.full_barrier(position.index))
+                      tma_bar_ptr=v_ring.full_barrier(position.index), mcast_mask=kv_mask)
             position = position.next()
             for j in range(1, n_blocks):
-                n = n_blocks - 1 - j
+                n = n_last - j
                 k_ring.producer_acquire(position.index, position.phase)
                 cute.copy(tma_k, tKg[(None, n)], tKs[(None, position.index)],
-                          tma_bar_ptr=k_ring.full_barrier(position.index))
+                          tma_bar_ptr=k_ring.full_barrier(position.index), mcast_mask=kv_mask)
                 v_ring.producer_acquire(position.index, position.phase)
                 cute.copy(tma_v, tVg[(None, n)], tVs[(None, position.index)],
-                          tma_bar_ptr=v_ring.full_barrier(position.index))
+                          tma_bar_ptr=v_ring.full_barrier(position.index), mcast_mask=kv_mask)
                 position = position.next()
             wave += 1
             if cutlass.const_expr(queue is not None):
@@ -323,7 +391,8 @@ class FlashAttentionSm90:
     @cute.jit
     def consume(self, tiled_mma_qk, tiled_mma_pv, tiled_mma_o, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                 q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work, work_stride,
-                scale_log2, ctidx, warp_idx, section_heads, queue=None):
+                scale_log2, ctidx, warp_idx, section_heads, cta_rank, partials, counters, split_from,
+                parts, queue=None):
         D = self.head_dim
         tm, tn = self.tile_m, self.tile_n
         lane = cute.arch.lane_idx()
@@ -355,6 +424,10 @@ class FlashAttentionSm90:
         softmax = OnlineSoftmax(scale_log2, self.s_half, self.o_half)
 
         signals = lane == 0
+        # K and V stages are released to every CTA that multicast into them (lane r -> CTA r).
+        ring_signals, ring_dst = signals, 0
+        if cutlass.const_expr(self.cluster_m > 1):
+            ring_signals, ring_dst = k_ring.release_signal(cta_rank, lane)
         if cutlass.const_expr(self.cfg.wg_epilogue):
             tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma_o, ctidx % 128)
         else:
@@ -372,14 +445,16 @@ class FlashAttentionSm90:
         if cutlass.const_expr(queue is not None):
             work = queue.receive(wave, lane)
         while work < num_work:
-            m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads, seqlen)
+            m_block, head, batch, n_first, n_blocks, part, split_tile = self.work_item(
+                work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, parts)
+            n_last = n_first + n_blocks - 1
             # O needs no zeroing: the tile's first P V overwrites it (ACCUMULATE off), so no
             # registers hold zeros through the first block.
             cute.arch.mbarrier_wait(q_full, q_phase)
             q_phase ^= 1
 
-            # First block (n = n_blocks - 1): masked, no P V before it.
-            n = n_blocks - 1
+            # First block (n = n_last): masked, no P V before it.
+            n = n_last
             k_ring.consumer_wait(position.index, position.phase)
             if cutlass.const_expr(not self.cfg.intra_wg_overlap or self.cfg.first_block_turn):
                 self.turns.wait(wg)
@@ -387,7 +462,7 @@ class FlashAttentionSm90:
             if cutlass.const_expr(not self.cfg.intra_wg_overlap or self.cfg.first_block_turn):
                 self.turns.hand_over(wg)
             cute.nvgpu.warpgroup.wait_group(0)
-            k_ring.consumer_release(position.index, signals, 0)
+            k_ring.consumer_release(position.index, ring_signals, ring_dst)
             self.apply_mask(acc_s, thr_qk, m_block, n, seqlen)
             softmax.step(acc_s, True)
             self.convert_p(acc_s, p_words)
@@ -403,10 +478,10 @@ class FlashAttentionSm90:
                     self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, j > 1)
                     self.turns.hand_over(wg)
                     cute.nvgpu.warpgroup.wait_group(1)
-                    k_ring.consumer_release(position.index, signals, 0)
+                    k_ring.consumer_release(position.index, ring_signals, ring_dst)
                     softmax.step(acc_s, False)
                     cute.nvgpu.warpgroup.wait_group(0)
-                    v_ring.consumer_release(v_stage, signals, 0)
+                    v_ring.consumer_release(v_stage, ring_signals, ring_dst)
                     self.convert_p(acc_s, p_words)
                     softmax.rescale(acc_o)
                     v_stage = position.index
@@ -419,20 +494,20 @@ class FlashAttentionSm90:
                 self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, n_blocks > 1)
                 self.turns.hand_over(wg)
                 cute.nvgpu.warpgroup.wait_group(0)
-                v_ring.consumer_release(v_stage, signals, 0)
+                v_ring.consumer_release(v_stage, ring_signals, ring_dst)
             else:
                 # P V of the first block, then whole blocks in order.
                 v_ring.consumer_wait(v_stage, position.previous_phase())
                 self.turns.wait(wg)
                 self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, v_stage, pv_blocks, False)
                 cute.nvgpu.warpgroup.wait_group(0)
-                v_ring.consumer_release(v_stage, signals, 0)
+                v_ring.consumer_release(v_stage, ring_signals, ring_dst)
                 for j in range(1, n_blocks):
                     k_ring.consumer_wait(position.index, position.phase)
                     self.mma_qk(tiled_mma_qk, acc_s, tSrQ, tSrK, position.index, qk_blocks)
                     self.turns.hand_over(wg)
                     cute.nvgpu.warpgroup.wait_group(0)
-                    k_ring.consumer_release(position.index, signals, 0)
+                    k_ring.consumer_release(position.index, ring_signals, ring_dst)
                     softmax.step(acc_s, False)
                     self.convert_p(acc_s, p_words)
                     softmax.rescale(acc_o)
@@ -440,31 +515,25 @@ class FlashAttentionSm90:
                     self.turns.wait(wg)
                     self.mma_pv(tiled_mma_pv, acc_o, p, tOrV, position.index, pv_blocks, True)
                     cute.nvgpu.warpgroup.wait_group(0)
-                    v_ring.consumer_release(position.index, signals, 0)
+                    v_ring.consumer_release(position.index, ring_signals, ring_dst)
                     position = position.next()
                 if cutlass.const_expr(not self.cfg.o_reuses_q):
                     self.release_q(q_empty, signals)
                 self.turns.hand_over(wg)
 
-            softmax.finalize(acc_o)
-            if cutlass.const_expr(self.cfg.wg_epilogue):
-                gO = cute.local_tile(tO[(None, None, head, batch)], (64, D), (m_block * self.math_wgs + wg, 0))
+            if cutlass.const_expr(self.tail_split):
+                # A part of a split tile: all but the last hand their state over and store nothing.
+                stores = work < split_from
+                if work >= split_from:
+                    stores = self.exchange.exchange(
+                        [acc_o, softmax.row_max, softmax.row_sum], partials, counters, split_tile, part,
+                        parts, ctidx, lane, lambda other: softmax.merge(acc_o, *other))
+                if stores:
+                    self.finish_tile(softmax, acc_o, tma_o, tO, sO, tiled_r2s, thr_r2s, m_block, head,
+                                     batch, wg, warp_idx, q_empty, signals)
             else:
-                gO = cute.local_tile(tO[(None, None, head, batch)], (tm, D), (m_block, 0))
-            if cutlass.const_expr(self.cfg.o_reuses_q):
-                # O's subtiles span both warpgroups' rows of Q: neither may write before the
-                # other's last Q K^T has read Q.
-                cute.arch.barrier(barrier_id=int(AttentionBarrier.Q_READ),
-                                  number_of_threads=self.math_threads)
-            if cutlass.const_expr(self.cfg.wg_epilogue):
-                self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx, wg)
-            else:
-                self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx)
-            if cutlass.const_expr(self.cfg.o_reuses_q):
-                if warp_idx == self.epilogue.store_warp:
-                    # The buffer is Q's again once O's stores have read it.
-                    cute.arch.cp_async_bulk_wait_group(0, read=True)
-                    self.release_q(q_empty, signals)
+                self.finish_tile(softmax, acc_o, tma_o, tO, sO, tiled_r2s, thr_r2s, m_block, head, batch,
+                                 wg, warp_idx, q_empty, signals)
             wave += 1
             if cutlass.const_expr(queue is not None):
                 work = queue.receive(wave, lane)
@@ -476,6 +545,32 @@ class FlashAttentionSm90:
             self.epilogue.drain(warp_idx)
 
     # -- pieces of the math loop ------------------------------------------------------------
+    @cute.jit
+    def finish_tile(self, softmax, acc_o, tma_o, tO, sO, tiled_r2s, thr_r2s, m_block, head, batch, wg,
+                    warp_idx, q_empty, signals):
+        """O / rowsum, then the TMA-store epilogue of the tile's rows."""
+        D = self.head_dim
+        tm = self.tile_m
+        softmax.finalize(acc_o)
+        if cutlass.const_expr(self.cfg.wg_epilogue):
+            gO = cute.local_tile(tO[(None, None, head, batch)], (64, D), (m_block * self.math_wgs + wg, 0))
+        else:
+            gO = cute.local_tile(tO[(None, None, head, batch)], (tm, D), (m_block, 0))
+        if cutlass.const_expr(self.cfg.o_reuses_q):
+            # O's subtiles span both warpgroups' rows of Q: neither may write before the
+            # other's last Q K^T has read Q.
+            cute.arch.barrier(barrier_id=int(AttentionBarrier.Q_READ),
+                              number_of_threads=self.math_threads)
+        if cutlass.const_expr(self.cfg.wg_epilogue):
+            self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx, wg)
+        else:
+            self.epilogue.store_tile(tma_o, tiled_r2s, thr_r2s, acc_o, sO, gO, warp_idx)
+        if cutlass.const_expr(self.cfg.o_reuses_q):
+            if warp_idx == self.epilogue.store_warp:
+                # The buffer is Q's again once O's stores have read it.
+                cute.arch.cp_async_bulk_wait_group(0, read=True)
+                self.release_q(q_empty, signals)
+
     @cute.jit
     def release_q(self, q_empty, signals):
         if signals:

@@ -36,7 +36,8 @@ from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
-    artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
+    artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, fake_workspace,
+    gpu_available,
     launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
 from kernelscope.kernels.split_k_plan import SplitPlan, plan
@@ -172,7 +173,7 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
     split_args = []
     if cfg.split_k_capable():
         partials, counters = (_split_k_workspace(SplitPlan(0, 1, 0), cfg) if use_gpu_tensors
-                              else fake_split_k_workspace())
+                              else fake_workspace())
         split_args = [to_cute(partials, leading_dim=0) if use_gpu_tensors else partials,
                       to_cute(counters, leading_dim=0) if use_gpu_tensors else counters, 0, 1]
 
@@ -200,15 +201,6 @@ def split_plan(cfg: GemmConfig, M: int, N: int, K: int, clusters: int) -> SplitP
     cluster_tiles = math.ceil(math.ceil(M / cfg.tile_m) / cm) * math.ceil(math.ceil(N / cfg.tile_n) / cn)
     return plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k), cfg.splits, cfg.tail_split, MAX_SPLITS,
                 cluster_ctas=cm * cn, tile_k=cfg.tile_k)
-
-
-def fake_split_k_workspace():
-    """Fake partial-sum (fp32) and counter (int32) vectors for compiling without a GPU."""
-    import cutlass
-    import cutlass.cute as cute
-    from cutlass.cute.runtime import make_fake_compact_tensor
-    return (make_fake_compact_tensor(cutlass.Float32, (cute.sym_int32(),), assumed_align=16),
-            make_fake_compact_tensor(cutlass.Int32, (cute.sym_int32(),), assumed_align=16))
 
 
 def _example_inputs(dtype, out_dtype, a_major, b_major, M=256, N=256, K=256):

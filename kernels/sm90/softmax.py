@@ -95,3 +95,20 @@ class OnlineSoftmax:
             row_sum[h] = cute.arch.rcp_approx(s)
         for i in cutlass.range_constexpr(cute.size(acc_o)):
             acc_o[i] = acc_o[i] * row_sum[self.o_half[i]]
+
+    @cute.jit
+    def merge(self, acc_o, other_o, other_max, other_sum):
+        """Fold another part's state over other keys of the same rows (its unnormalised O, row
+        maxima and per-thread row sums, as this thread holds them) into this one."""
+        row_max, row_sum, scale_log2 = self.row_max, self.row_sum, self.scale_log2
+        mine = cute.make_rmem_tensor((2,), cutlass.Float32)
+        theirs = cute.make_rmem_tensor((2,), cutlass.Float32)
+        for h in cutlass.range_constexpr(2):
+            m = cute.arch.fmax(row_max[h], other_max[h])
+            mine[h] = cute.math.exp2((row_max[h] - m) * scale_log2, fastmath=True)
+            theirs[h] = cute.math.exp2((other_max[h] - m) * scale_log2, fastmath=True)
+            row_sum[h] = row_sum[h] * mine[h] + other_sum[h] * theirs[h]
+            row_max[h] = m
+        for i in cutlass.range_constexpr(cute.size(acc_o)):
+            h = self.o_half[i]
+            acc_o[i] = acc_o[i] * mine[h] + other_o[i] * theirs[h]

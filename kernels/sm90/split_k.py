@@ -22,6 +22,10 @@ sets its counter back to 0, so the workspace needs zeroing once, not per launch.
 Workspace layout: slot (split CTA tile q, slice s < slices - 1) is q * (slices - 1) + s and holds
 tile_m x tile_n floats; accumulator v of consumer thread t is at v * consumer_threads + t, so
 every warp-wide store or load is one 128-byte line.
+
+SplitStateExchange is the same protocol for a state that is merged rather than added: attention
+split along its keys exchanges each thread's O accumulators, row maxima and row sums, and the
+reducer merges them by the caller's rule (OnlineSoftmax.merge).
 """
 
 from __future__ import annotations
@@ -53,23 +57,98 @@ class SplitKExchange:
             out = partials.iterator + ((first_slot + split) * slot + consumer_tidx)
             for v in cutlass.range(n, unroll_full=True):
                 cute.arch.store(out + v * threads, acc[v], cop="cg")
-            # Each lane's stores are ordered before the warp meets; lane 0 then publishes them all.
-            cute.arch.fence_acq_rel_gpu()
-            cute.arch.sync_warp()
-            if lane == 0:
-                cute.arch.red(counter, cutlass.Int32(1), op="add", dtype=cutlass.Int32,
-                              sem="release", scope="gpu")
+            _signal(counter, lane)
         else:
-            if lane == 0:
-                seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
-                while seen < slices - 1:
-                    seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
-            cute.arch.sync_warp()
-            cute.arch.fence_acq_rel_gpu()
+            _await(counter, slices - 1, lane)
             for s in range(slices - 1):
                 src = partials.iterator + ((first_slot + s) * slot + consumer_tidx)
                 for v in cutlass.range(n, unroll_full=True):
                     acc[v] = acc[v] + cute.arch.load(src + v * threads, cutlass.Float32, cop="cg")
-            if lane == 0:
-                # Nothing else touches this counter in this launch; the next one starts from 0.
-                cute.arch.store(counter, cutlass.Int32(0))
+            _reset(counter, lane)
+
+
+class SplitStateExchange:
+    """Device side of a split whose partial results are merged by a rule of the caller's: each
+    thread's state is a list of fp32 register tensors (the same shapes in every part)."""
+
+    def __init__(self, threads: int, state_values: int):
+        self.threads = threads
+        self.warps = threads // 32
+        self.state_values = state_values     # fp32 values per thread in one part's state
+
+    def slot_floats(self) -> int:
+        return self.state_values * self.threads
+
+    @cute.jit
+    def exchange(self, state: list, partials: cute.Tensor, counters: cute.Tensor, split_tile, part,
+                 parts, tidx, lane, merge):
+        """Called by every thread of a split item after its part of the work. A part other than
+        the last stores `state` and signals; the last one waits for the others and, part by part,
+        calls merge(other_state) with register tensors shaped as `state`. Returns whether this
+        thread holds the merged result (the last part)."""
+        threads = self.threads
+        warp = tidx // 32
+        counter = counters.iterator + (split_tile * self.warps + warp)
+        first_slot = split_tile * (parts - 1)
+        holds_result = part == parts - 1
+        if part < parts - 1:
+            out = partials.iterator + ((first_slot + part) * self.slot_floats() + tidx)
+            v = 0
+            for tensor in state:
+                for i in cutlass.range_constexpr(cute.size(tensor)):
+                    cute.arch.store(out + v * threads, tensor[i], cop="cg")
+                    v += 1
+            _signal(counter, lane)
+        else:
+            _await_convergent(counter, parts - 1)
+            other = [cute.make_rmem_tensor(cute.size(t), cutlass.Float32) for t in state]
+            for q in range(parts - 1):
+                src = partials.iterator + ((first_slot + q) * self.slot_floats() + tidx)
+                v = 0
+                for tensor in other:
+                    for i in cutlass.range_constexpr(cute.size(tensor)):
+                        tensor[i] = cute.arch.load(src + v * threads, cutlass.Float32, cop="cg")
+                        v += 1
+                merge(other)
+            _reset(counter, lane)
+        return holds_result
+
+
+# The protocol, per warp: a writer's lanes fence their stores and lane 0 raises the counter; the
+# reducer's lane 0 spins until the counter shows every writer, then the warp fences and reads.
+@cute.jit
+def _signal(counter, lane):
+    # Each lane's stores are ordered before the warp meets; lane 0 then publishes them all.
+    cute.arch.fence_acq_rel_gpu()
+    cute.arch.sync_warp()
+    if lane == 0:
+        cute.arch.red(counter, cutlass.Int32(1), op="add", dtype=cutlass.Int32,
+                      sem="release", scope="gpu")
+
+
+@cute.jit
+def _await(counter, writers, lane):
+    if lane == 0:
+        seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
+        while seen < writers:
+            seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
+    cute.arch.sync_warp()
+    cute.arch.fence_acq_rel_gpu()
+
+
+@cute.jit
+def _await_convergent(counter, writers):
+    """_await with every lane polling and the loop's exit voted, so the warp never diverges: a
+    divergent loop inside the caller's persistent loop takes that loop's warp-uniform values
+    (the WGMMA descriptors) off the uniform datapath."""
+    seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
+    while cute.arch.vote_any_sync(seen < writers):
+        seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
+    cute.arch.fence_acq_rel_gpu()
+
+
+@cute.jit
+def _reset(counter, lane):
+    if lane == 0:
+        # Nothing else touches this counter in this launch; the next one starts from 0.
+        cute.arch.store(counter, cutlass.Int32(0))

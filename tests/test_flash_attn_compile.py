@@ -167,7 +167,7 @@ def test_tail_plan_cuts_only_a_partial_last_wave():
 def test_tail_split_limits():
     with pytest.raises(ConfigRejected, match="non-causal"):
         fa.validate(fa.FlashAttnConfig(tail_parts=8), 128, causal=True)
-    with pytest.raises(ConfigRejected, match="without cluster_size_m=2"):
+    with pytest.raises(ConfigRejected, match="cannot be combined with cluster_size_m=2"):
         fa.validate(fa.FlashAttnConfig(tail_parts=8, o_reuses_q=True, num_stages=3), 128, causal=False)
     with pytest.raises(ConfigRejected, match="0..16"):
         fa.validate(fa.FlashAttnConfig(tail_parts=17), 128, causal=False)

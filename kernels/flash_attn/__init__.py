@@ -174,7 +174,7 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             raise ConfigRejected("tail_parts needs non-causal attention (causal tiles differ in cost; the "
                                  "work queue balances them)")
         if cfg.cluster_size_m != 1 or cfg.o_reuses_q:
-            raise ConfigRejected("tail_parts works without cluster_size_m=2 and without o_reuses_q")
+            raise ConfigRejected("tail_parts cannot be combined with cluster_size_m=2 or o_reuses_q")
     if cfg.wg_epilogue and cfg.o_reuses_q:
         raise ConfigRejected("wg_epilogue needs O's own buffer: O staged in Q's buffer (o_reuses_q) "
                              "is stored by all math warpgroups together")

@@ -1,6 +1,8 @@
 """The FlashAttention-3 style kernel class (see the package docstring for the design). Imports
 the DSL: kernels/flash_attn/__init__.py imports this module only when it compiles."""
 
+from typing import Optional
+
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
@@ -11,8 +13,6 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
-from typing import Optional
-
 from kernelscope.kernels.flash_attn import (
     EPI_N, FRAGMENT_ROW_MAPS, REGISTER_SPLIT, FlashAttnConfig, check_fragments, epi_stages,
     math_warpgroups, tail_state_values, validate)

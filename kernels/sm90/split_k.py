@@ -59,7 +59,7 @@ class SplitKExchange:
                 cute.arch.store(out + v * threads, acc[v], cop="cg")
             _signal(counter, lane)
         else:
-            _await(counter, slices - 1, lane)
+            _await(counter, slices - 1)
             for s in range(slices - 1):
                 src = partials.iterator + ((first_slot + s) * slot + consumer_tidx)
                 for v in cutlass.range(n, unroll_full=True):
@@ -100,7 +100,7 @@ class SplitStateExchange:
                     v += 1
             _signal(counter, lane)
         else:
-            _await_convergent(counter, parts - 1)
+            _await(counter, parts - 1)
             other = [cute.make_rmem_tensor(cute.size(t), cutlass.Float32) for t in state]
             for q in range(parts - 1):
                 src = partials.iterator + ((first_slot + q) * self.slot_floats() + tidx)
@@ -115,7 +115,7 @@ class SplitStateExchange:
 
 
 # The protocol, per warp: a writer's lanes fence their stores and lane 0 raises the counter; the
-# reducer's lane 0 spins until the counter shows every writer, then the warp fences and reads.
+# reducer's lanes poll until the counter shows every writer, then fence and read.
 @cute.jit
 def _signal(counter, lane):
     # Each lane's stores are ordered before the warp meets; lane 0 then publishes them all.
@@ -127,20 +127,10 @@ def _signal(counter, lane):
 
 
 @cute.jit
-def _await(counter, writers, lane):
-    if lane == 0:
-        seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
-        while seen < writers:
-            seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
-    cute.arch.sync_warp()
-    cute.arch.fence_acq_rel_gpu()
-
-
-@cute.jit
-def _await_convergent(counter, writers):
-    """_await with every lane polling and the loop's exit voted, so the warp never diverges: a
-    divergent loop inside the caller's persistent loop takes that loop's warp-uniform values
-    (the WGMMA descriptors) off the uniform datapath."""
+def _await(counter, writers):
+    # Every lane polls and the exit is a warp vote, so the warp never diverges: a loop that only
+    # lane 0 runs, inside a kernel's persistent loop, took that loop's warp-uniform values (the
+    # attention kernel's WGMMA descriptors) off the uniform datapath.
     seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")
     while cute.arch.vote_any_sync(seen < writers):
         seen = cute.arch.load(counter, cutlass.Int32, sem="acquire", scope="gpu")

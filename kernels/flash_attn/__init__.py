@@ -453,8 +453,9 @@ def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
     v8) 0.6-1.0 % faster than the fixed stride alone (three runs, both GPUs): so there too.
     Causal from S=8192: within 0.2 % either way, left off.
     The last wave split along the keys (tail_parts=8; without the causal mask), in turns on an
-    H100: 7.8 % faster at 2x8x8192x64 (688 tiles of 192 rows on 132 SMs: the sixth wave holds
-    28), 1.1 % at 4x16x8192x128, 0.2-0.3 % at 16x16x2048x128 and 1x16x16384x128 (v9 in NOTES.md)."""
+    H100 (three runs) and an H200: 7.8-8.8 % faster at 2x8x8192x64 (688 tiles of 192 rows on 132
+    SMs: the sixth wave holds 28), 1.1-1.2 % at 4x16x8192x128, 0.2-0.5 % at 16x16x2048x128 and
+    1x16x16384x128 (v9 in NOTES.md)."""
     if int(shape.get("causal", 0)):
         short = int(shape["D"]) == 128 and int(shape["S"]) < 8192
         return {"wg_epilogue": True} if short else {}

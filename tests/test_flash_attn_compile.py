@@ -164,6 +164,21 @@ def test_tail_plan_cuts_only_a_partial_last_wave():
     assert fa.tail_plan(48, 132, 7, 2) == (0, 2)
 
 
+def test_tail_plan_prices_each_round_of_parts():
+    overhead = fa.part_overhead_blocks(128, 160, 128)
+    assert overhead == 7.0
+    assert fa.part_overhead_blocks(192, 128, 64) > overhead      # smaller blocks: more of them
+    # 68 tiles of 103 key blocks: 7 parts take 4 rounds, 3 parts 2; with what a round costs
+    # beyond its keys, 3 parts end first (2 x (1/3 + 7/103) against 4 x (1/7 + 7/103)).
+    assert fa.tail_plan(2048, 132, 103, 8, overhead) == (1980, 3)
+    # One round either way: as many parts as allowed, as without the overhead.
+    assert fa.tail_plan(4096, 132, 52, 8, overhead) == (4092, 8)
+    assert fa.tail_plan(688, 132, 64, 8, fa.part_overhead_blocks(192, 128, 64)) == (660, 4)
+    # Tiles of few key blocks: a round of parts costs more than the whole tile.
+    assert fa.tail_plan(48, 132, 8, 2, fa.part_overhead_blocks(128, 128, 128)) == (48, 1)
+    assert fa.tail_plan(64, 132, 32, 2, fa.part_overhead_blocks(128, 128, 128)) == (0, 2)
+
+
 def test_tail_split_limits():
     with pytest.raises(ConfigRejected, match="non-causal"):
         fa.validate(fa.FlashAttnConfig(tail_parts=8), 128, causal=True)

@@ -159,12 +159,12 @@ THREE_WG = {"qk_mn": (192, 128)}
 
 
 # On a 132-SM GPU: 144 tiles (12 in the last wave, 8 parts each); 176 tiles of 192 rows (44, 3
-# parts); 160 tiles (28, 4 parts) on the fixed stride; 48 tiles, all split in 2 (7 key blocks).
+# parts); 160 tiles (28, 4 parts) on the fixed stride; 64 tiles, all split in 2 (32 key blocks).
 @pytest.mark.parametrize("config,B,H,S,D", [
     pytest.param({**TUNED_D128, "tail_parts": 8}, 1, 9, 2048, 128, marks=FAST),
-    ({**THREE_WG, "tail_parts": 8}, 2, 8, 2048, 64),
+    ({**THREE_WG, "tail_parts": 8}, 2, 4, 4096, 64),
     ({**TUNED_D128, "tail_parts": 8, "dynamic_schedule": False}, 1, 5, 4096, 128),
-    ({"tail_parts": 2}, 2, 3, 1000, 128),
+    ({"tail_parts": 2}, 1, 2, 4096, 128),
 ], ids=["parts-8", "three-wg", "fixed-stride", "every-tile"])
 def test_last_wave_split_along_the_keys(config, B, H, S, D):
     """tail_parts: the last wave's tiles in key ranges, each tile's last part merging the others."""
@@ -195,7 +195,7 @@ def test_last_wave_split_along_the_keys(config, B, H, S, D):
      (3, 5, 1100, 128, False, "float16", 1)),
     # The split's counters must be back at zero for the next launch.
     ({**TUNED_D128, "tail_parts": 8}, (1, 9, 2048, 128, False, "bfloat16", 0),
-     (1, 67, 256, 128, False, "float16", 1)),
+     (1, 1, 4096, 128, False, "float16", 1)),
 ], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages", "work-queue",
         "work-queue-three-warpgroups", "fixed-stride", "wg-epilogue", "kv-multicast", "tail-split"])
 def test_repeated_launches_give_the_same_bits(config, first, second):

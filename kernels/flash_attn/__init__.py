@@ -190,18 +190,33 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
                 f"the limit is {SMEM_PER_BLOCK_BYTES}")
 
 
-def tail_plan(tiles: int, takers: int, key_blocks: int, max_parts: int) -> tuple[int, int]:
+# What one round of parts costs beyond its key blocks (each part's state written, waited for and
+# merged, its Q and first blocks loaded again), in multiply-adds: about 7 key blocks of a 128 x 160
+# tile at D=128. Fitted on an H100 at 1x16x16384x128 (68 tiles in the last wave, 103 key blocks a
+# tile), timed in turns against 7 parts: 3 parts 0.997, 5 parts 0.997, no split 1.003
+# (kernels/flash_attn/NOTES.md, v10). Without it the plan took 7 parts there, 4 rounds of them.
+PART_ROUND_OVERHEAD_MACS = 7 * 128 * 160 * 128
+
+
+def part_overhead_blocks(tile_m: int, tile_n: int, head_dim: int) -> float:
+    """PART_ROUND_OVERHEAD_MACS in key blocks of this tile."""
+    return PART_ROUND_OVERHEAD_MACS / (tile_m * tile_n * head_dim)
+
+
+def tail_plan(tiles: int, takers: int, key_blocks: int, max_parts: int,
+              overhead_blocks: float = 0.0) -> tuple[int, int]:
     """(split_from, parts) of one launch: the tiles from split_from on are the last, partial
     wave's, each cut into `parts` key ranges; (tiles, 1) when nothing is split. The parts are as
     many (2..max_parts, at most the key blocks) as make the wave's work end soonest, in tiles:
-    ceil(tail * parts / takers) / parts, the fewest parts among equals (each part's state is
-    written and read once more); no split unless that beats the whole tiles' 1."""
+    rounds x (1 / parts + overhead), where rounds = ceil(tail * parts / takers) and the overhead
+    is what a round of parts costs beyond its keys (`overhead_blocks` key blocks); the fewest
+    parts among equals; no split unless that beats the whole tiles' 1."""
     tail = tiles % takers
     if tail == 0:
         return tiles, 1
     best, best_parts = 1.0, 1
     for parts in range(2, min(max_parts, key_blocks) + 1):
-        finish = math.ceil(tail * parts / takers) / parts
+        finish = math.ceil(tail * parts / takers) * (1 / parts + overhead_blocks / key_blocks)
         if finish < best - 1e-9:
             best, best_parts = finish, parts
     return (tiles - tail, best_parts) if best_parts > 1 else (tiles, 1)
@@ -409,7 +424,8 @@ def bind_flash_attn(cfg: FlashAttnConfig, inputs) -> Callable[[], Any]:
         import torch
         tm, tn = cfg.qk_mn
         tiles = math.ceil(S / tm) * B * H
-        split_from, parts = tail_plan(tiles, takers, math.ceil(S / tn), cfg.tail_parts)
+        split_from, parts = tail_plan(tiles, takers, math.ceil(S / tn), cfg.tail_parts,
+                                       part_overhead_blocks(tm, tn, D))
         words, counters = tail_workspace_sizes(cfg, D, tiles, split_from, parts)
         # The counters return to zero at the end of every launch.
         workspace = (torch.empty(words, dtype=torch.float32, device=q.device),

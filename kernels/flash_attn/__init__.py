@@ -39,7 +39,8 @@ against K/V blocks of 128 rows (or qk_mn[1], see below).
   up to 256 within the register budget; tuned_config picks per shape.
 - tail_parts (not causal): the tiles of the grid's last, partial wave are cut along the keys into
   parts that the otherwise idle CTAs run; each tile's last part merges the others' softmax
-  states (kernels/sm90/split_k.py) and stores O. cluster_size_m=2: a pair of CTAs shares each
+  states (kernels/sm90/split_k.py) and stores O. The host's plan (tail_plan) picks the part count
+  whose rounds of parts end first, each round priced at its keys plus a measured overhead. cluster_size_m=2: a pair of CTAs shares each
   K and V block by TMA multicast (a knob; the fixed stride only).
 
 This module (config, checks, compile and launch, the KernelSpec) does not import the DSL; the
@@ -471,7 +472,8 @@ def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
     The last wave split along the keys (tail_parts=8; without the causal mask), in turns on an
     H100 (three runs) and an H200: 7.8-8.8 % faster at 2x8x8192x64 (688 tiles of 192 rows on 132
     SMs: the sixth wave holds 28), 1.1-1.2 % at 4x16x8192x128, 0.2-0.5 % at 16x16x2048x128 and
-    1x16x16384x128 (v9 in NOTES.md)."""
+    1x16x16384x128 (v9 in NOTES.md); 0.6 % at 1x16x16384x128 since the plan prices each round of
+    parts (3 parts instead of 7; v10, three H100 runs)."""
     if int(shape.get("causal", 0)):
         short = int(shape["D"]) == 128 and int(shape["S"]) < 8192
         return {"wg_epilogue": True} if short else {}

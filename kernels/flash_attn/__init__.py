@@ -40,8 +40,9 @@ against K/V blocks of 128 rows (or qk_mn[1], see below).
 - tail_parts (not causal): the tiles of the grid's last, partial wave are cut along the keys into
   parts that the otherwise idle CTAs run; each tile's last part merges the others' softmax
   states (kernels/sm90/split_k.py) and stores O. The host's plan (tail_plan) picks the part count
-  whose rounds of parts end first, each round priced at its keys plus a measured overhead. cluster_size_m=2: a pair of CTAs shares each
-  K and V block by TMA multicast (a knob; the fixed stride only).
+  whose rounds of parts end first, each round priced at its keys plus a measured overhead.
+  cluster_size_m=2: a pair of CTAs shares each K and V block by TMA multicast (a knob; the fixed
+  stride only).
 
 This module (config, checks, compile and launch, the KernelSpec) does not import the DSL; the
 kernel class is in kernel.py, imported when a variant is compiled.

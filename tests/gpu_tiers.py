@@ -12,7 +12,11 @@ packages its module imports, and the `config` it is parametrized with.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import json
 import re
+import textwrap
 import types
 from collections.abc import Mapping, Sequence
 
@@ -71,3 +75,36 @@ def item_config(item) -> Mapping | None:
     callspec = getattr(item, "callspec", None)
     config = callspec.params.get("config") if callspec is not None else None
     return config if isinstance(config, Mapping) else None
+
+
+def strings_in(function) -> set[str]:
+    """The string constants in a test function's source (what it passes on a command line)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def item_record(item) -> dict:
+    """What the tier checks need of one collected test, as JSON values."""
+    return {
+        "nodeid": item.nodeid,
+        "markers": sorted({m.name for m in item.iter_markers()}),
+        "kernels": sorted(kernels_imported(getattr(item, "module", None))),
+        "config": {k: _plain(v) for k, v in (item_config(item) or {}).items()},
+        "strings": sorted(strings_in(getattr(item, "function", None))),
+    }
+
+
+class RecordCollection:
+    """pytest plugin: after collection, writes item_record of every collected test to `path`
+    (a JSON list). The collection runs in a process of its own: it imports every test module, and
+    with them native modules (torch, the DSL) that cannot be imported twice in one process."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def pytest_collection_finish(self, session):
+        with open(self.path, "w") as f:
+            json.dump([item_record(i) for i in session.items], f)

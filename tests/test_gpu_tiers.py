@@ -5,19 +5,15 @@ repeated."""
 
 from __future__ import annotations
 
-import ast
-import inspect
+import json
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import gpu_tiers
-
-pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -25,25 +21,25 @@ README = (ROOT / "README.md").read_text()
 _COLLECTED: dict[tuple[str, ...], list[dict]] = {}
 
 
-def _strings_in(function) -> set[str]:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    except (OSError, TypeError, SyntaxError):
-        return set()
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+# Collects in a process of its own and records what the checks need (gpu_tiers.RecordCollection).
+_RECORD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import pytest, gpu_tiers
+sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", sys.argv[1], *sys.argv[3:]],
+                     plugins=[gpu_tiers.RecordCollection(sys.argv[2])]))
+"""
 
 
-def collect(pytester, *args: str) -> list[dict]:
+def collect(tmp_path_factory, *args: str) -> list[dict]:
     """What matters of every test collected under tests/ with `args` (once per args)."""
     if args not in _COLLECTED:
-        items, _ = pytester.inline_genitems(str(ROOT / "tests"), "-p", "no:cacheprovider", *args)
-        _COLLECTED[args] = [{
-            "nodeid": i.nodeid,
-            "markers": {m.name for m in i.iter_markers()},
-            "kernels": gpu_tiers.kernels_imported(getattr(i, "module", None)),
-            "config": dict(gpu_tiers.item_config(i) or {}),
-            "strings": _strings_in(getattr(i, "function", None)),
-        } for i in items]
+        out = tmp_path_factory.mktemp("collected") / "items.json"
+        r = subprocess.run([sys.executable, "-c", _RECORD, str(ROOT / "tests"), str(out), *args],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        _COLLECTED[args] = [{**t, "markers": set(t["markers"]), "kernels": set(t["kernels"]),
+                             "strings": set(t["strings"])} for t in json.loads(out.read_text())]
     return _COLLECTED[args]
 
 
@@ -68,8 +64,8 @@ def _readme_parts() -> int:
 
 
 @pytest.fixture
-def gpu_tests(pytester):
-    tests = [t for t in collect(pytester) if "gpu" in t["markers"]]
+def gpu_tests(tmp_path_factory):
+    tests = [t for t in collect(tmp_path_factory) if "gpu" in t["markers"]]
     assert len(tests) > 100     # the GPU test files were collected, not just this one
     return tests
 
@@ -79,8 +75,8 @@ def test_readme_shows_how_to_run_each_tier():
     assert _readme_parts() >= 2
 
 
-def test_fast_tier_is_part_of_the_full_tier_and_holds_no_slow_test(pytester, gpu_tests):
-    everything = collect(pytester)
+def test_fast_tier_is_part_of_the_full_tier_and_holds_no_slow_test(tmp_path_factory, gpu_tests):
+    everything = collect(tmp_path_factory)
     fast = [t for t in everything if "gpu_fast" in t["markers"]]
     assert fast
     not_gpu = [t["nodeid"] for t in fast if "gpu" not in t["markers"]]
@@ -90,13 +86,13 @@ def test_fast_tier_is_part_of_the_full_tier_and_holds_no_slow_test(pytester, gpu
     assert len(fast) < len(gpu_tests) / 3
 
 
-def test_every_test_of_a_gpu_file_is_in_the_full_tier(pytester):
-    outside = [t["nodeid"] for t in collect(pytester)
+def test_every_test_of_a_gpu_file_is_in_the_full_tier(tmp_path_factory):
+    outside = [t["nodeid"] for t in collect(tmp_path_factory)
                if t["nodeid"].split("::")[0].endswith("_gpu.py") and "gpu" not in t["markers"]]
     assert not outside, f"tests of GPU files without the gpu marker: {outside}"
 
 
-def test_fast_tier_tests_every_kernel_and_moves_every_knob(pytester, gpu_tests):
+def test_fast_tier_tests_every_kernel_and_moves_every_knob(gpu_tests):
     from kernelscope.kernels import registry
 
     fast = [t for t in gpu_tests if "gpu_fast" in t["markers"]]
@@ -109,13 +105,13 @@ def test_fast_tier_tests_every_kernel_and_moves_every_knob(pytester, gpu_tests):
         assert space <= moved, f"{kernel}: no fast-tier test moves {sorted(space - moved)} off the default"
 
 
-def test_fast_tier_runs_run_profile_and_diff_from_the_command_line(pytester, gpu_tests):
+def test_fast_tier_runs_run_profile_and_diff_from_the_command_line(gpu_tests):
     fast = [t for t in gpu_tests if "gpu_fast" in t["markers"]]
     assert any({"-m", "kernelscope", "run", "profile", "diff"} <= t["strings"] for t in fast), \
         "no fast-tier test calls `python -m kernelscope` run, profile and diff"
 
 
-def test_the_readme_parts_split_the_full_tier_exactly(pytester, gpu_tests):
+def test_the_readme_parts_split_the_full_tier_exactly(gpu_tests):
     n = _readme_parts()
     full = sorted(t["nodeid"] for t in gpu_tests)
     parts = [_collected_ids("--gpu-part", f"{k}/{n}") for k in range(1, n + 1)]
@@ -145,8 +141,9 @@ def test_deal_partitions_any_list_into_whole_functions(n):
 
 
 @pytest.mark.parametrize("bad", ["0/3", "4/3", "3", "a/b", "1/0"])
-def test_a_bad_gpu_part_is_a_usage_error(pytester, bad):
-    result = pytester.runpytest_inprocess(str(ROOT / "tests" / "test_gpu_tiers.py"), "-p", "no:cacheprovider",
-                                          "--collect-only", "--gpu-part", bad)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--gpu-part takes K/N" in result.stderr.str()
+def test_a_bad_gpu_part_is_a_usage_error(bad):
+    r = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "tests" / "test_gpu_tiers.py"), "-p",
+                        "no:cacheprovider", "--collect-only", "--gpu-part", bad],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "--gpu-part takes K/N" in r.stderr

@@ -43,15 +43,6 @@ def collect(tmp_path_factory, *args: str) -> list[dict]:
     return _COLLECTED[args]
 
 
-def _collected_ids(*args: str) -> list[str]:
-    """Node ids `pytest --collect-only` selects with `args`, in a process of its own (the DSL's
-    native modules cannot be imported twice in one)."""
-    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    return [line for line in r.stdout.splitlines() if "::" in line]
-
-
 def _readme_parts() -> int:
     """N of the README's `--gpu-part K/N` commands, which must name every part 1..N once."""
     found = [tuple(map(int, m)) for m in re.findall(r"--gpu-part (\d+)/(\d+)", README)]
@@ -111,10 +102,10 @@ def test_fast_tier_runs_run_profile_and_diff_from_the_command_line(gpu_tests):
         "no fast-tier test calls `python -m kernelscope` run, profile and diff"
 
 
-def test_the_readme_parts_split_the_full_tier_exactly(gpu_tests):
+def test_the_readme_parts_split_the_full_tier_exactly(tmp_path_factory, gpu_tests):
     n = _readme_parts()
     full = sorted(t["nodeid"] for t in gpu_tests)
-    parts = [_collected_ids("--gpu-part", f"{k}/{n}") for k in range(1, n + 1)]
+    parts = [[t["nodeid"] for t in collect(tmp_path_factory, "--gpu-part", f"{k}/{n}")] for k in range(1, n + 1)]
     for k, part in enumerate(parts, 1):
         assert part, f"part {k}/{n} is empty"
         assert len(part) == len(set(part)), f"part {k}/{n} repeats a test"

@@ -149,34 +149,67 @@ def test_cluster_pair_limits():
 
 
 def test_tail_plan_cuts_only_a_partial_last_wave():
-    # 688 tiles on 132 SMs: a sixth wave of 28 tiles; 4 parts each fill 112 SMs.
-    assert fa.tail_plan(688, 132, 64, 8) == (660, 4)
-    # 4 tiles in the last wave: as many parts as allowed.
-    assert fa.tail_plan(4096, 132, 52, 8) == (4092, 8)
-    # 68 tiles: 7 parts end after 4/7 of a tile, the best of 2..8.
-    assert fa.tail_plan(2048, 132, 103, 8) == (1980, 7)
     # Whole waves, the knob off, one key block or parts that gain nothing: no split.
-    assert fa.tail_plan(1980, 132, 64, 8) == (1980, 1)
-    assert fa.tail_plan(688, 132, 64, 1) == (688, 1)
-    assert fa.tail_plan(688, 132, 1, 8) == (688, 1)
-    assert fa.tail_plan(131, 132, 64, 2) == (131, 1)
-    # Fewer tiles than SMs: every tile split.
-    assert fa.tail_plan(48, 132, 7, 2) == (0, 2)
+    assert fa.tail_plan(1980, 132, 64, 8) == (1980, 0)
+    assert fa.tail_plan(688, 132, 64, 1) == (688, 0)
+    assert fa.tail_plan(688, 132, 1, 8) == (688, 0)
+    assert fa.tail_plan(131, 132, 64, 2) == (131, 0)
+    # Fewer tiles than SMs: every tile split (2 parts each; ranges across tiles would cut a tile
+    # into 3 pieces, more than max_parts).
+    assert fa.tail_plan(48, 132, 7, 2) == (0, 96)
 
 
 def test_tail_plan_prices_each_round_of_parts():
     overhead = fa.part_overhead_blocks(128, 160, 128)
     assert overhead == 7.0
     assert fa.part_overhead_blocks(192, 128, 64) > overhead      # smaller blocks: more of them
-    # 68 tiles of 103 key blocks: 7 parts take 4 rounds, 3 parts 2; with what a round costs
-    # beyond its keys, 3 parts end first (2 x (1/3 + 7/103) against 4 x (1/7 + 7/103)).
-    assert fa.tail_plan(2048, 132, 103, 8, overhead) == (1980, 3)
+    # Equal parts per tile only (the v10 plan): 68 tiles of 103 key blocks: 7 parts take 4
+    # rounds, 3 parts 2; with what a round costs beyond its keys, 3 parts end first
+    # (2 x (1/3 + 7/103) against 4 x (1/7 + 7/103)): 204 ranges.
+    assert fa.tail_plan(2048, 132, 103, 8, overhead, cross_tiles=False) == (1980, 3 * 68)
     # One round either way: as many parts as allowed, as without the overhead.
-    assert fa.tail_plan(4096, 132, 52, 8, overhead) == (4092, 8)
-    assert fa.tail_plan(688, 132, 64, 8, fa.part_overhead_blocks(192, 128, 64)) == (660, 4)
+    assert fa.tail_plan(4096, 132, 52, 8, overhead, cross_tiles=False) == (4092, 8 * 4)
+    assert fa.tail_plan(688, 132, 64, 8, fa.part_overhead_blocks(192, 128, 64), False) == (660, 4 * 28)
     # Tiles of few key blocks: a round of parts costs more than the whole tile.
-    assert fa.tail_plan(48, 132, 8, 2, fa.part_overhead_blocks(128, 128, 128)) == (48, 1)
-    assert fa.tail_plan(64, 132, 32, 2, fa.part_overhead_blocks(128, 128, 128)) == (0, 2)
+    assert fa.tail_plan(48, 132, 8, 2, fa.part_overhead_blocks(128, 128, 128)) == (48, 0)
+    assert fa.tail_plan(64, 132, 32, 2, fa.part_overhead_blocks(128, 128, 128)) == (0, 2 * 64)
+
+
+def test_tail_plan_crosses_tiles_where_one_round_ends_sooner():
+    overhead = fa.part_overhead_blocks(128, 160, 128)
+    # 68 tiles of 103 key blocks in 132 ranges of 53-54 blocks: a range that crosses a tile
+    # boundary is two pieces, so the round ends after 54 + 2 x 7 = 68 blocks, against 82.7 for
+    # two rounds of 3 parts.
+    assert fa.tail_plan(2048, 132, 103, 8, overhead) == (1980, 132)
+    # Few tiles of few blocks: ranges of 1-2 blocks would pay two overheads; equal parts stay.
+    assert fa.tail_plan(4096, 132, 52, 8, overhead) == (4092, 32)
+    assert fa.tail_plan(688, 132, 64, 8, fa.part_overhead_blocks(192, 128, 64)) == (660, 112)
+    # Without overheads the plan takes the most even round: 1792 blocks in ranges of 14.
+    assert fa.tail_plan(688, 132, 64, 8) == (660, 128)
+
+
+@pytest.mark.parametrize("tail_tiles,key_blocks", [(1, 1), (1, 9), (3, 4), (7, 13), (12, 5), (28, 64)])
+def test_tail_pieces_cover_every_key_block_once(tail_tiles, key_blocks):
+    """The kernel's range arithmetic (tail_pieces is its host mirror): every key block in one
+    piece, one reducer per tile holding its last block, its writers the first pieces of the
+    ranges just before its own, and the reducer after them in work order."""
+    for ranges in range(tail_tiles, min(140, tail_tiles * key_blocks) + 1):
+        pieces = fa.tail_pieces(tail_tiles, key_blocks, ranges)
+        seen = [[0] * key_blocks for _ in range(tail_tiles)]
+        for p in pieces:
+            assert p.blocks >= 1
+            for b in range(p.first_block, p.first_block + p.blocks):
+                seen[p.tile][b] += 1
+        assert all(n == 1 for row in seen for n in row), ranges
+        assert {p.range for p in pieces} == set(range(ranges))
+        for t in range(tail_tiles):
+            mine = [p for p in pieces if p.tile == t]
+            [reducer] = [p for p in mine if p.reducer]
+            assert reducer.first_block + reducer.blocks == key_blocks
+            writers = [p for p in mine if not p.reducer]
+            assert all(w.piece == 0 for w in writers)
+            assert sorted(w.range for w in writers) == list(range(reducer.first_writer, reducer.range))
+            assert all(2 * w.range + w.piece < 2 * reducer.range + reducer.piece for w in writers)
 
 
 def test_tail_split_limits():

@@ -160,12 +160,20 @@ THREE_WG = {"qk_mn": (192, 128)}
 
 # On a 132-SM GPU: 144 tiles (12 in the last wave, 8 parts each); 176 tiles of 192 rows (44, 3
 # parts); 160 tiles (28, 4 parts) on the fixed stride; 64 tiles, all split in 2 (32 key blocks).
+# Then ranges that cross tiles: 336 tiles (72 in the last wave, 39 key blocks in 128 ranges,
+# with the work queue and the fixed stride); 96 tiles, all in 132 ranges; 344 tiles of 192 rows
+# (80 in 130 ranges).
 @pytest.mark.parametrize("config,B,H,S,D", [
     pytest.param({**TUNED_D128, "tail_parts": 8}, 1, 9, 2048, 128, marks=FAST),
     ({**THREE_WG, "tail_parts": 8}, 2, 4, 4096, 64),
     ({**TUNED_D128, "tail_parts": 8, "dynamic_schedule": False}, 1, 5, 4096, 128),
     ({"tail_parts": 2}, 1, 2, 4096, 128),
-], ids=["parts-8", "three-wg", "fixed-stride", "every-tile"])
+    pytest.param({**TUNED_D128, "tail_parts": 8}, 1, 7, 6144, 128, marks=FAST),
+    ({**TUNED_D128, "tail_parts": 8, "dynamic_schedule": False}, 1, 7, 6144, 128),
+    ({**TUNED_D128, "tail_parts": 8}, 1, 1, 12288, 128),
+    ({**THREE_WG, "tail_parts": 8}, 1, 8, 8192, 64),
+], ids=["parts-8", "three-wg", "fixed-stride", "every-tile", "ranges", "ranges-fixed-stride",
+        "ranges-every-tile", "ranges-three-wg"])
 def test_last_wave_split_along_the_keys(config, B, H, S, D):
     """tail_parts: the last wave's tiles in key ranges, each tile's last part merging the others."""
     check(config, B, H, S, D, False)
@@ -196,8 +204,12 @@ def test_last_wave_split_along_the_keys(config, B, H, S, D):
     # The split's counters must be back at zero for the next launch.
     ({**TUNED_D128, "tail_parts": 8}, (1, 9, 2048, 128, False, "bfloat16", 0),
      (1, 1, 4096, 128, False, "float16", 1)),
+    # The same with ranges that cross tiles (72 tiles in 128 ranges, then 96 in 132).
+    ({**TUNED_D128, "tail_parts": 8}, (1, 7, 6144, 128, False, "bfloat16", 0),
+     (1, 1, 12288, 128, False, "float16", 1)),
 ], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages", "work-queue",
-        "work-queue-three-warpgroups", "fixed-stride", "wg-epilogue", "kv-multicast", "tail-split"])
+        "work-queue-three-warpgroups", "fixed-stride", "wg-epilogue", "kv-multicast", "tail-split",
+        "tail-ranges"])
 def test_repeated_launches_give_the_same_bits(config, first, second):
     """50 launches of the same variant write the same bits, then another shape is still right."""
     inputs, launch = check(config, *first)

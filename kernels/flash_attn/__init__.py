@@ -37,10 +37,12 @@ against K/V blocks of 128 rows (or qk_mn[1], see below).
   have read it.
 - Key blocks: 128 wide (square tiles, any case) or, without the causal mask, any multiple of 16
   up to 256 within the register budget; tuned_config picks per shape.
-- tail_parts (not causal): the tiles of the grid's last, partial wave are cut along the keys into
-  parts that the otherwise idle CTAs run; each tile's last part merges the others' softmax
-  states (kernels/sm90/split_k.py) and stores O. The host's plan (tail_plan) picks the part count
-  whose rounds of parts end first, each round priced at its keys plus a measured overhead.
+- tail_parts (not causal): the keys of the grid's last, partial wave of tiles are cut into
+  ranges that the otherwise idle CTAs run; the piece holding a tile's last key block merges the
+  other pieces' softmax states (kernels/sm90/split_k.py) and stores O. The host's plan
+  (tail_plan) prices each piece at its keys plus a measured overhead and picks what ends first:
+  equal parts per tile, in rounds of CTAs, or (tail_cross_tiles) one round of equal ranges, a
+  range that crosses a tile boundary being two pieces.
   cluster_size_m=2: a pair of CTAs shares each K and V block by TMA multicast (a knob; the fixed
   stride only).
 
@@ -109,6 +111,11 @@ class FlashAttnConfig(KernelConfig):
     # (kernels/sm90/split_k.py). 0 or 1: off. Not causal (tiles of unequal cost are the work
     # queue's to balance).
     tail_parts: int = 0
+    # With tail_parts: the last wave's keys may also be cut into one round of ranges that cross
+    # tile boundaries (as many as the CTAs, each the same share of the keys), where the plan
+    # prices that ending sooner than equal parts per tile (tail_plan). Host only: the kernel
+    # runs either plan.
+    tail_cross_tiles: bool = True
 
 
 def smem_bytes(cfg: FlashAttnConfig, head_dim: int) -> int:
@@ -166,9 +173,10 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
             raise ConfigRejected("cluster_size_m=2 needs dynamic_schedule=false: the work queue hands "
                                  "out single query tiles, a cluster takes pairs")
     if not all(isinstance(f, bool) for f in (cfg.intra_wg_overlap, cfg.pingpong, cfg.o_reuses_q,
-                                             cfg.dynamic_schedule, cfg.wg_epilogue, cfg.first_block_turn)):
-        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q, dynamic_schedule, wg_epilogue and "
-                             "first_block_turn must be true or false")
+                                             cfg.dynamic_schedule, cfg.wg_epilogue, cfg.first_block_turn,
+                                             cfg.tail_cross_tiles)):
+        raise ConfigRejected("intra_wg_overlap, pingpong, o_reuses_q, dynamic_schedule, wg_epilogue, "
+                             "first_block_turn and tail_cross_tiles must be true or false")
     if not isinstance(cfg.tail_parts, int) or isinstance(cfg.tail_parts, bool) or not 0 <= cfg.tail_parts <= 16:
         raise ConfigRejected(f"tail_parts must be an integer in 0..16, got {cfg.tail_parts!r}")
     if cfg.tail_parts >= 2:
@@ -192,36 +200,94 @@ def validate(cfg: FlashAttnConfig, head_dim: int | None = None, causal: bool | N
                 f"the limit is {SMEM_PER_BLOCK_BYTES}")
 
 
-# What one round of parts costs beyond its key blocks (each part's state written, waited for and
+# What a piece of a split tile costs beyond its key blocks (its state written, waited for and
 # merged, its Q and first blocks loaded again), in multiply-adds: about 7 key blocks of a 128 x 160
 # tile at D=128. Fitted on an H100 at 1x16x16384x128 (68 tiles in the last wave, 103 key blocks a
 # tile), timed in turns against 7 parts: 3 parts 0.997, 5 parts 0.997, no split 1.003
 # (kernels/flash_attn/NOTES.md, v10). Without it the plan took 7 parts there, 4 rounds of them.
-PART_ROUND_OVERHEAD_MACS = 7 * 128 * 160 * 128
+PIECE_OVERHEAD_MACS = 7 * 128 * 160 * 128
 
 
 def part_overhead_blocks(tile_m: int, tile_n: int, head_dim: int) -> float:
-    """PART_ROUND_OVERHEAD_MACS in key blocks of this tile."""
-    return PART_ROUND_OVERHEAD_MACS / (tile_m * tile_n * head_dim)
+    """PIECE_OVERHEAD_MACS (a piece's cost beyond its keys) in key blocks of this tile."""
+    return PIECE_OVERHEAD_MACS / (tile_m * tile_n * head_dim)
 
 
 def tail_plan(tiles: int, takers: int, key_blocks: int, max_parts: int,
-              overhead_blocks: float = 0.0) -> tuple[int, int]:
-    """(split_from, parts) of one launch: the tiles from split_from on are the last, partial
-    wave's, each cut into `parts` key ranges; (tiles, 1) when nothing is split. The parts are as
-    many (2..max_parts, at most the key blocks) as make the wave's work end soonest, in tiles:
-    rounds x (1 / parts + overhead), where rounds = ceil(tail * parts / takers) and the overhead
-    is what a round of parts costs beyond its keys (`overhead_blocks` key blocks); the fewest
-    parts among equals; no split unless that beats the whole tiles' 1."""
+              overhead_blocks: float = 0.0, cross_tiles: bool = True) -> tuple[int, int]:
+    """(split_from, ranges) of one launch: the tiles from split_from on are the last, partial
+    wave's; their key blocks, laid end to end (tile after tile), are cut into `ranges` equal
+    ranges, one work item each (tail_ranges); (tiles, 0) when nothing is split.
+
+    Two kinds of plan, each priced in tiles, a piece of work costing its key blocks plus
+    `overhead_blocks` (what a part costs beyond its keys: its state written, waited for and
+    merged, its Q and first blocks loaded again):
+    - every tile in `parts` equal parts (2..max_parts, at most the key blocks), ranges = tail x
+      parts, taken in rounds of `takers`: rounds x (1 / parts + overhead);
+    - with cross_tiles, one round of `ranges` (tail < ranges <= takers) that may cross a tile
+      boundary: a range that does is two pieces (the start of one tile, the end of the one
+      before), so the round ends with the longest range plus its pieces' overheads.
+    The plan that ends first wins, the equal parts among equals; no split unless it beats the
+    whole tiles' 1. Tiles cut into more than max_parts pieces are not considered."""
     tail = tiles % takers
-    if tail == 0:
-        return tiles, 1
-    best, best_parts = 1.0, 1
+    if tail == 0 or max_parts < 2:
+        return tiles, 0
+    best, best_ranges = 1.0, 0
     for parts in range(2, min(max_parts, key_blocks) + 1):
         finish = math.ceil(tail * parts / takers) * (1 / parts + overhead_blocks / key_blocks)
         if finish < best - 1e-9:
-            best, best_parts = finish, parts
-    return (tiles - tail, best_parts) if best_parts > 1 else (tiles, 1)
+            best, best_ranges = finish, tail * parts
+    if cross_tiles:
+        blocks = tail * key_blocks
+        for ranges in range(tail + 1, min(takers, blocks) + 1):
+            if ranges % tail == 0 or (ranges + 1) * blocks >= 2 ** 31:
+                continue    # equal parts, priced above; or past the kernel's 32-bit range math
+            pieces = tail_pieces(tail, key_blocks, ranges)
+            per_tile = [0] * tail
+            longest = [0.0] * ranges
+            for p in pieces:
+                per_tile[p.tile] += 1
+                longest[p.range] += p.blocks + overhead_blocks
+            if max(per_tile) > max_parts:
+                continue
+            finish = max(longest) / key_blocks
+            if finish < best - 1e-9:
+                best, best_ranges = finish, ranges
+    return (tiles - tail, best_ranges) if best_ranges else (tiles, 0)
+
+
+@dataclass(frozen=True)
+class TailPiece:
+    """A piece of a split tile's keys: range `range` of the plan, `piece` 0 or 1 of it."""
+    range: int
+    piece: int
+    tile: int           # among the split tiles
+    first_block: int    # of the tile's key blocks
+    blocks: int
+    reducer: bool       # holds the tile's last key block: merges the others' states, stores O
+    first_writer: int   # reducer only: the tile's first range; ranges first_writer.. range - 1 write
+
+
+def tail_pieces(tail_tiles: int, key_blocks: int, ranges: int) -> list[TailPiece]:
+    """The pieces of a plan in work order, by the integer arithmetic the kernel does per work
+    item (FlashAttentionSm90.work_item): range c covers blocks [c L / R, (c + 1) L / R) of the
+    tiles' L = tail_tiles x key_blocks blocks. A range inside one tile is one piece; one that
+    crosses a tile boundary is two, the later tile's start first (piece 0, a writer: it never
+    waits) and then the earlier tile's end (piece 1, that tile's reducer), so a reducer waits
+    only on first pieces of lower ranges, which wait on nothing."""
+    n, total = key_blocks, tail_tiles * key_blocks
+    out = []
+    for c in range(ranges):
+        b0, b1 = c * total // ranges, (c + 1) * total // ranges
+        a = b0 // n
+        boundary = (a + 1) * n
+        crosses = b1 > boundary
+        spans = [(a + 1, boundary, b1), (a, b0, boundary)] if crosses else [(a, b0, b1)]
+        for j, (t, start, end) in enumerate(spans):
+            reducer = end == (t + 1) * n
+            first_writer = ((t * n + 1) * ranges + total - 1) // total - 1
+            out.append(TailPiece(c, j, t, start - t * n, end - start, reducer, first_writer))
+    return out
 
 
 def tail_state_values(head_dim: int) -> int:
@@ -231,11 +297,12 @@ def tail_state_values(head_dim: int) -> int:
 
 
 def tail_workspace_sizes(cfg: "FlashAttnConfig", head_dim: int, tiles: int, split_from: int,
-                         parts: int) -> tuple[int, int]:
-    """(fp32 partial-state words, int32 counters) of a launch's tail plan (at least 1 each)."""
+                         ranges: int) -> tuple[int, int]:
+    """(fp32 partial-state words, int32 counters) of a launch's tail plan (at least 1 each): a
+    state slot per range (its writer piece's), a counter per split tile and math warp."""
     threads = 128 * math_warpgroups(cfg)
     split_tiles = tiles - split_from
-    return (max(1, split_tiles * (parts - 1) * tail_state_values(head_dim) * threads),
+    return (max(1, ranges * tail_state_values(head_dim) * threads),
             max(1, split_tiles * threads // 32))
 
 
@@ -426,13 +493,13 @@ def bind_flash_attn(cfg: FlashAttnConfig, inputs) -> Callable[[], Any]:
         import torch
         tm, tn = cfg.qk_mn
         tiles = math.ceil(S / tm) * B * H
-        split_from, parts = tail_plan(tiles, takers, math.ceil(S / tn), cfg.tail_parts,
-                                       part_overhead_blocks(tm, tn, D))
-        words, counters = tail_workspace_sizes(cfg, D, tiles, split_from, parts)
+        split_from, ranges = tail_plan(tiles, takers, math.ceil(S / tn), cfg.tail_parts,
+                                       part_overhead_blocks(tm, tn, D), cfg.tail_cross_tiles)
+        words, counters = tail_workspace_sizes(cfg, D, tiles, split_from, ranges)
         # The counters return to zero at the end of every launch.
         workspace = (torch.empty(words, dtype=torch.float32, device=q.device),
                      torch.zeros(counters, dtype=torch.int32, device=q.device))
-        args += [cute_build.to_cute(t, leading_dim=0) for t in workspace] + [split_from, parts]
+        args += [cute_build.to_cute(t, leading_dim=0) for t in workspace] + [split_from, ranges]
     launch = cute_build.launcher(compiled, args)
     launch.tail_workspace = workspace      # alive as long as the launcher
     return launch

@@ -81,8 +81,8 @@ class FlashAttentionSm90:
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor,
                  mCounter: cute.Tensor, scale_log2: cutlass.Float32, max_ctas: cutlass.Int32,
                  section_heads: cutlass.Int32, stream, partials: cute.Tensor = None,
-                 counters: cute.Tensor = None, split_from: cutlass.Int32 = 0, parts: cutlass.Int32 = 1):
-        """partials, counters, split_from, parts: the tail split's workspace and plan
+                 counters: cute.Tensor = None, split_from: cutlass.Int32 = 0, ranges: cutlass.Int32 = 1):
+        """partials, counters, split_from, ranges: the tail split's workspace and plan
         (tail_plan in __init__.py), for variants with tail_parts only."""
         D = self.head_dim
         tm, tn = self.tile_m, self.tile_n
@@ -132,14 +132,19 @@ class FlashAttentionSm90:
         m_blocks = (seqlen + tm - 1) // tm
         # A work item is a query tile, or with a cluster a pair of them (see work_tile).
         num_work = ((m_blocks + self.cluster_m - 1) // self.cluster_m) * heads * batch
+        items = num_work
+        tail_blocks = None
         if cutlass.const_expr(self.tail_split):
-            # Tiles before split_from one item each, then `parts` items per tile.
-            num_work = split_from + (num_work - split_from) * parts
+            # Items: the tiles before split_from, then one per range of the split tiles' keys.
+            # Work (what the loops walk): a tile, or piece j of range c, split_from + 2 c + j.
+            tail_blocks = (num_work - split_from) * ((seqlen + tn - 1) // tn)
+            items = split_from + ranges
+            num_work = split_from + 2 * ranges
         else:
             # Not passed on: the kernel of a variant without the tail split has no such parameters.
-            split_from, parts = None, None
+            split_from, ranges = None, None
         # max_ctas: the work takers resident at once (CTAs, or clusters with cluster_m > 1).
-        ctas = cutlass.max(cutlass.min(num_work, max_ctas), 1) * self.cluster_m
+        ctas = cutlass.max(cutlass.min(items, max_ctas), 1) * self.cluster_m
 
         buffers = [("sQ", self.dtype, sQ_layout), ("sK", self.dtype, sK_layout), ("sV", self.dtype, sV_layout)]
         if cutlass.const_expr(self.cfg.o_reuses_q):
@@ -155,7 +160,8 @@ class FlashAttentionSm90:
             4 * self.stages + 2 + (WORK_BARRIER_WORDS if self.cfg.dynamic_schedule else 0), buffers)
         self.kernel(tma_q, tQ, tma_k, tK, tma_v, tV, tma_o, tO, tiled_mma_qk, tiled_mma_pv, tiled_mma_o,
                     sQ_layout, sK_layout, sV_layout, sO_layout, seqlen, heads, m_blocks, num_work,
-                    scale_log2, section_heads, mCounter, partials, counters, split_from, parts).launch(
+                    scale_log2, section_heads, mCounter, partials, counters, split_from, ranges,
+                    tail_blocks).launch(
             grid=[ctas, 1, 1], block=[self.threads, 1, 1], cluster=[self.cluster_m, 1, 1],
             min_blocks_per_mp=1, stream=stream)
 
@@ -168,7 +174,8 @@ class FlashAttentionSm90:
                seqlen: cutlass.Int32, heads: cutlass.Int32, m_blocks: cutlass.Int32,
                num_work: cutlass.Int32, scale_log2: cutlass.Float32, section_heads: cutlass.Int32,
                mCounter: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor,
-               split_from: Optional[cutlass.Int32], parts: Optional[cutlass.Int32]):
+               split_from: Optional[cutlass.Int32], ranges: Optional[cutlass.Int32],
+               tail_blocks: Optional[cutlass.Int32]):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_work, _, _ = cute.arch.block_idx()
@@ -229,13 +236,14 @@ class FlashAttentionSm90:
             if warp_idx == 0:
                 self.produce(tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring,
                              q_full, q_empty, q_bytes, seqlen, heads, m_blocks, num_work,
-                             first_work, work_stride, section_heads, cta_rank, split_from, parts, queue)
+                             first_work, work_stride, section_heads, cta_rank, split_from, ranges,
+                             tail_blocks, queue)
         else:
             cute.arch.setmaxregister_increase(REGISTER_SPLIT[self.math_wgs][1])
             self.consume(tiled_mma_qk, tiled_mma_pv, tiled_mma_o, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                          q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work,
                          work_stride, scale_log2, tidx - 128, warp_idx, section_heads, cta_rank,
-                         partials, counters, split_from, parts, queue)
+                         partials, counters, split_from, ranges, tail_blocks, queue)
 
     # -- schedule ---------------------------------------------------------------------------
     @cute.jit
@@ -279,25 +287,66 @@ class FlashAttentionSm90:
         return m_block, head, batch, self.kv_blocks(m_block, seqlen)
 
     @cute.jit
-    def work_item(self, work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, parts):
-        """(query tile, head, batch, first key block, key blocks, part, split tile) of work item
-        `work`. With the tail split, item split_from + i * parts + p is part p of tile
-        split_from + i (split tile i), over its share of the tile's key blocks."""
+    def work_item(self, work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, ranges,
+                  tail_blocks):
+        """(query tile, head, batch, first key block, key blocks, range, split tile, reducer, first
+        writer range, follow) of work `work`. With the tail split, work split_from + 2 c + j is piece
+        j of range c, which covers blocks [c L / R, (c + 1) L / R) of the split tiles' keys laid end
+        to end (L blocks, R ranges). A range inside one tile is piece 0 alone; one that crosses a
+        tile boundary is piece 0, the later tile's start (a writer), then piece 1, the earlier
+        tile's end (`follow` says piece 1 comes next, in the same CTA). The piece holding a tile's
+        last block is its reducer: it merges the states of ranges first_writer .. range - 1 (their
+        pieces in this tile, each its range's piece 0). tail_pieces in __init__.py is the same
+        arithmetic on the host, where the tests check it."""
         if cutlass.const_expr(not self.tail_split):
             m_block, head, batch, n_blocks = self.work_blocks(work, heads, m_blocks, num_work, section_heads,
                                                               seqlen, cta_rank)
-            return m_block, head, batch, 0, n_blocks, 0, 0
+            return m_block, head, batch, 0, n_blocks, 0, 0, True, 0, False
         in_tail = work >= split_from
-        tail = cutlass.max(work - split_from, 0)
-        split_tile = tail // parts
-        part = tail - split_tile * parts
+        t = cutlass.max(work - split_from, 0)
+        c = t // 2
+        j = t - 2 * c
+        n = (seqlen + self.tile_n - 1) // self.tile_n   # not causal: every tile's key blocks
+        total = cutlass.max(tail_blocks, 1)
+        r = cutlass.max(ranges, 1)
+        b0 = c * tail_blocks // r
+        b1 = (c + 1) * tail_blocks // r
+        a = b0 // n
+        boundary = (a + 1) * n
+        later = (j == 0) & (b1 > boundary)
+        split_tile = cutlass.select_(later, a + 1, a)
+        start = cutlass.select_(later, boundary, b0)
+        end = cutlass.select_(j == 0, b1, boundary)
         tile = cutlass.select_(in_tail, split_from + split_tile, work)
         m_block, head, batch, n_blocks = self.work_blocks(tile, heads, m_blocks, num_work, section_heads,
                                                           seqlen, cta_rank)
-        ways = cutlass.select_(in_tail, parts, 1)
-        n_first = part * n_blocks // ways
-        n_end = (part + 1) * n_blocks // ways
-        return m_block, head, batch, n_first, n_end - n_first, part, split_tile
+        tile_first = split_tile * n
+        n_first = cutlass.select_(in_tail, start - tile_first, 0)
+        n_count = cutlass.select_(in_tail, end - start, n_blocks)
+        reducer = end == tile_first + n
+        first_writer = ((tile_first + 1) * r + total - 1) // total - 1
+        return m_block, head, batch, n_first, n_count, c, split_tile, reducer, first_writer, in_tail & later
+
+    @cute.jit
+    def piece_of_item(self, item, split_from, ranges, num_work):
+        """Work item -> its first piece of work: a tile before split_from, range c's piece 0
+        after; num_work (the loops' end) past the last range."""
+        if cutlass.const_expr(not self.tail_split):
+            return item
+        piece = cutlass.select_(item < split_from, item, split_from + 2 * (item - split_from))
+        return cutlass.select_(item >= split_from + ranges, num_work, piece)
+
+    @cute.jit
+    def next_fixed_work(self, work, follow, item_wave, first_work, work_stride, split_from, ranges, num_work):
+        """The fixed stride with the tail split: (next work, items taken). A range's second piece
+        follows its first in the same CTA; otherwise the CTA's next item in the stride."""
+        following = work + 1
+        taken = item_wave
+        if not follow:
+            taken = item_wave + 1
+            following = self.piece_of_item(self.nth_work(taken, first_work, work_stride), split_from, ranges,
+                                           num_work)
+        return following, taken
 
     @cute.jit
     def nth_work(self, wave, first_work, work_stride):
@@ -322,7 +371,7 @@ class FlashAttentionSm90:
     @cute.jit
     def produce(self, tma_q, tQ, tma_k, tK, tma_v, tV, sQ, sK, sV, k_ring, v_ring, q_full,
                 q_empty, q_bytes, seqlen, heads, m_blocks, num_work, first_work, work_stride,
-                section_heads, cta_rank, split_from, parts, queue=None):
+                section_heads, cta_rank, split_from, ranges, tail_blocks, queue=None):
         D = self.head_dim
         lane = cute.arch.lane_idx()
         # With a cluster this CTA loads its half of each K and V block into both CTAs.
@@ -335,12 +384,14 @@ class FlashAttentionSm90:
         position = RingPosition.producer_start(self.stages)
         q_phase = cutlass.Int32(1)
         wave = cutlass.Int32(0)     # tiles this CTA has taken: its wave (fixed stride), its queue slot
-        work = first_work
+        item_wave = cutlass.Int32(0)    # with the tail split and the fixed stride: items taken
+        work = self.piece_of_item(first_work, split_from, ranges, num_work)
         if cutlass.const_expr(queue is not None):
             queue.publish(work, wave, lane)
         while work < num_work:
-            m_block, head, batch, n_first, n_blocks, part, split_tile = self.work_item(
-                work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, parts)
+            m_block, head, batch, n_first, n_blocks, _, _, _, _, follow = self.work_item(
+                work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, ranges,
+                tail_blocks)
             n_last = n_first + n_blocks - 1
             gQ = cute.local_tile(tQ[(None, None, head, batch)], (self.tile_m, D), (None, 0))
             gK = cute.local_tile(tK[(None, None, head, batch)], (self.tile_n, D), (None, 0))
@@ -378,8 +429,19 @@ class FlashAttentionSm90:
                 position = position.next()
             wave += 1
             if cutlass.const_expr(queue is not None):
-                work = queue.take(lane, work_stride)
+                if cutlass.const_expr(self.tail_split):
+                    # A range's second piece is this CTA's next work, without taking an item.
+                    following = work + 1
+                    if not follow:
+                        following = self.piece_of_item(queue.take(lane, work_stride), split_from, ranges,
+                                                       num_work)
+                    work = following
+                else:
+                    work = queue.take(lane, work_stride)
                 queue.publish(work, wave, lane)
+            elif cutlass.const_expr(self.tail_split):
+                work, item_wave = self.next_fixed_work(work, follow, item_wave, first_work, work_stride,
+                                                       split_from, ranges, num_work)
             else:
                 work = self.nth_work(wave, first_work, work_stride)
         if cutlass.const_expr(queue is not None):
@@ -392,7 +454,7 @@ class FlashAttentionSm90:
     def consume(self, tiled_mma_qk, tiled_mma_pv, tiled_mma_o, tma_o, tO, sQ, sK, sV, sO, k_ring, v_ring,
                 q_full, q_empty, seqlen, heads, m_blocks, num_work, first_work, work_stride,
                 scale_log2, ctidx, warp_idx, section_heads, cta_rank, partials, counters, split_from,
-                parts, queue=None):
+                ranges, tail_blocks, queue=None):
         D = self.head_dim
         tm, tn = self.tile_m, self.tile_n
         lane = cute.arch.lane_idx()
@@ -441,12 +503,14 @@ class FlashAttentionSm90:
         position = RingPosition.consumer_start(self.stages)
         q_phase = cutlass.Int32(0)
         wave = cutlass.Int32(0)     # tiles this CTA has taken: its wave (fixed stride), its queue slot
-        work = first_work
+        item_wave = cutlass.Int32(0)    # with the tail split and the fixed stride: items taken
+        work = self.piece_of_item(first_work, split_from, ranges, num_work)
         if cutlass.const_expr(queue is not None):
             work = queue.receive(wave, lane)
         while work < num_work:
-            m_block, head, batch, n_first, n_blocks, part, split_tile = self.work_item(
-                work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from, parts)
+            m_block, head, batch, n_first, n_blocks, slot, split_tile, reducer, first_writer, follow = \
+                self.work_item(work, heads, m_blocks, num_work, section_heads, seqlen, cta_rank, split_from,
+                               ranges, tail_blocks)
             n_last = n_first + n_blocks - 1
             # O needs no zeroing: the tile's first P V overwrites it (ACCUMULATE off), so no
             # registers hold zeros through the first block.
@@ -526,8 +590,8 @@ class FlashAttentionSm90:
                 stores = work < split_from
                 if work >= split_from:
                     stores = self.exchange.exchange(
-                        [acc_o, softmax.row_max, softmax.row_sum], partials, counters, split_tile, part,
-                        parts, ctidx, lane, lambda other: softmax.merge(acc_o, *other))
+                        [acc_o, softmax.row_max, softmax.row_sum], partials, counters, split_tile, slot,
+                        reducer, first_writer, ctidx, lane, lambda other: softmax.merge(acc_o, *other))
                 if stores:
                     self.finish_tile(softmax, acc_o, tma_o, tO, sO, tiled_r2s, thr_r2s, m_block, head,
                                      batch, wg, warp_idx, q_empty, signals)
@@ -537,6 +601,9 @@ class FlashAttentionSm90:
             wave += 1
             if cutlass.const_expr(queue is not None):
                 work = queue.receive(wave, lane)
+            elif cutlass.const_expr(self.tail_split):
+                work, item_wave = self.next_fixed_work(work, follow, item_wave, first_work, work_stride,
+                                                       split_from, ranges, num_work)
             else:
                 work = self.nth_work(wave, first_work, work_stride)
         if cutlass.const_expr(self.cfg.wg_epilogue):

@@ -25,7 +25,9 @@ every warp-wide store or load is one 128-byte line.
 
 SplitStateExchange is the same protocol for a state that is merged rather than added: attention
 split along its keys exchanges each thread's O accumulators, row maxima and row sums, and the
-reducer merges them by the caller's rule (OnlineSoftmax.merge).
+reducer merges them by the caller's rule (OnlineSoftmax.merge). Its caller numbers the slots (one
+per writer) and names the reducer, whose writers are the slots just before its own: a tile's key
+ranges may be of unequal length and shared with the neighbouring tiles (kernels/flash_attn).
 """
 
 from __future__ import annotations
@@ -80,19 +82,18 @@ class SplitStateExchange:
         return self.state_values * self.threads
 
     @cute.jit
-    def exchange(self, state: list, partials: cute.Tensor, counters: cute.Tensor, split_tile, part,
-                 parts, tidx, lane, merge):
-        """Called by every thread of a split item after its part of the work. A part other than
-        the last stores `state` and signals; the last one waits for the others and, part by part,
-        calls merge(other_state) with register tensors shaped as `state`. Returns whether this
-        thread holds the merged result (the last part)."""
+    def exchange(self, state: list, partials: cute.Tensor, counters: cute.Tensor, split_tile, slot,
+                 reducer, first_writer, tidx, lane, merge):
+        """Called by every thread of a piece of a split tile after its share of the work. A
+        writer stores `state` in its slot and signals the tile's counter; the reducer waits for
+        the writers of slots first_writer .. slot - 1 and, slot by slot, calls merge(other_state)
+        with register tensors shaped as `state`. Returns whether this thread holds the merged
+        result (the reducer)."""
         threads = self.threads
         warp = tidx // 32
         counter = counters.iterator + (split_tile * self.warps + warp)
-        first_slot = split_tile * (parts - 1)
-        holds_result = part == parts - 1
-        if part < parts - 1:
-            out = partials.iterator + ((first_slot + part) * self.slot_floats() + tidx)
+        if not reducer:
+            out = partials.iterator + (slot * self.slot_floats() + tidx)
             v = 0
             for tensor in state:
                 for i in cutlass.range_constexpr(cute.size(tensor)):
@@ -100,10 +101,11 @@ class SplitStateExchange:
                     v += 1
             _signal(counter, lane)
         else:
-            _await(counter, parts - 1)
+            writers = slot - first_writer
+            _await(counter, writers)
             other = [cute.make_rmem_tensor(cute.size(t), cutlass.Float32) for t in state]
-            for q in range(parts - 1):
-                src = partials.iterator + ((first_slot + q) * self.slot_floats() + tidx)
+            for q in range(writers):
+                src = partials.iterator + ((first_writer + q) * self.slot_floats() + tidx)
                 v = 0
                 for tensor in other:
                     for i in cutlass.range_constexpr(cute.size(tensor)):
@@ -111,7 +113,7 @@ class SplitStateExchange:
                         v += 1
                 merge(other)
             _reset(counter, lane)
-        return holds_result
+        return reducer
 
 
 # The protocol, per warp: a writer's lanes fence their stores and lane 0 raises the counter; the

@@ -345,7 +345,8 @@ def run(directory: Path, pair_ids: list[str] | None = None) -> tuple[list[dict],
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="directory holding labels.toml (default: %(default)s)")
-    parser.add_argument("--json", type=Path, help="also write the rows and totals here")
+    parser.add_argument("--json", type=Path, help="also write the rows and totals here (xz-compressed if the "
+                        "name ends in .xz)")
     args = parser.parse_args(argv)
     try:
         rows, total = run(args.dir)
@@ -356,7 +357,12 @@ def main(argv=None) -> int:
     if args.json:
         where = args.dir.resolve()
         shown = str(where.relative_to(REPO)) if where.is_relative_to(REPO) else str(where)
-        args.json.write_text(json.dumps({"dir": shown, "top_k": TOP_K, "pairs": rows, "totals": total}, indent=1) + "\n")
+        text = json.dumps({"dir": shown, "top_k": TOP_K, "pairs": rows, "totals": total}, indent=1) + "\n"
+        if args.json.suffix == ".xz":       # the committed copy, small
+            with lzma.open(args.json, "wt", preset=9) as out:
+                out.write(text)
+        else:
+            args.json.write_text(text)
     return 0
 
 

@@ -4,6 +4,7 @@ results, and the hit totals measured on the corpus (floors for kernelscope, exac
 which depend only on the recorded reports and the mapping table)."""
 
 import json
+import lzma
 import sys
 import tomllib
 from pathlib import Path
@@ -194,3 +195,8 @@ def test_a_held_out_directory_is_judged_the_same_way(result, tmp_path):
     assert data["totals"]["pairs"] == 1 and [r["id"] for r in data["pairs"]] == ["special_math", "attention_cudnn_vs_fa4"]
     by_id = {r["id"]: r for r in result[0]}
     assert data["pairs"] == [by_id["special_math"], by_id["attention_cudnn_vs_fa4"]]
+    # The committed table is xz-compressed: the same document.
+    packed = tmp_path / "diagnosis.json.xz"
+    assert bench.main(["--dir", str(held_out), "--json", str(packed)]) == 0
+    with lzma.open(packed, "rt") as f:
+        assert json.load(f) == data

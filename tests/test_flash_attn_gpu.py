@@ -179,6 +179,17 @@ def test_last_wave_split_along_the_keys(config, B, H, S, D):
     check(config, B, H, S, D, False)
 
 
+def test_a_launch_that_splits_nothing_runs_the_variant_without_the_split():
+    """tail_parts where the tiles fill whole waves: nothing to split, so the launch binds the variant
+    without the split (no workspace), whose tiles run faster."""
+    from kernelscope.kernels.sm90.device import sm_count
+
+    _, launch = check({**TUNED_D128, "tail_parts": 8}, 1, 1, 128 * sm_count(), 128, False)
+    assert launch.tail_workspace == ()
+    _, launch = check({**TUNED_D128, "tail_parts": 8}, 1, 1, 128 * sm_count() + 128, 128, False)
+    assert launch.tail_workspace != ()
+
+
 @pytest.mark.parametrize("config,first,second", [
     # num_stages=3 with overlap on a persistent grid.
     (THREE_STAGES, (4, 8, 1111, 64, True, "bfloat16", 0), (2, 8, 2048, 64, True, "bfloat16", 1)),

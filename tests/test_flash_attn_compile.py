@@ -157,6 +157,10 @@ def test_tail_plan_cuts_only_a_partial_last_wave():
     # Fewer tiles than SMs: every tile split (2 parts each; ranges across tiles would cut a tile
     # into 3 pieces, more than max_parts).
     assert fa.tail_plan(48, 132, 7, 2) == (0, 96)
+    # The kernel's range arithmetic is 32-bit: (ranges + 1) x the tail's key blocks must fit (S of
+    # ~19 M keys at 131 tiles); past that, no split.
+    assert fa.tail_plan(131, 132, 120_000, 8) == (0, 132)
+    assert fa.tail_plan(131, 132, 130_000, 8) == (131, 0)
 
 
 def test_tail_plan_prices_each_round_of_parts():

@@ -217,7 +217,7 @@ def tail_plan(tiles: int, takers: int, key_blocks: int, max_parts: int,
               overhead_blocks: float = 0.0, cross_tiles: bool = True) -> tuple[int, int]:
     """(split_from, ranges) of one launch: the tiles from split_from on are the last, partial
     wave's; their key blocks, laid end to end (tile after tile), are cut into `ranges` equal
-    ranges, one work item each (tail_ranges); (tiles, 0) when nothing is split.
+    ranges, one work item each; (tiles, 0) when nothing is split.
 
     Two kinds of plan, each priced in tiles, a piece of work costing its key blocks plus
     `overhead_blocks` (what a part costs beyond its keys: its state written, waited for and
@@ -233,24 +233,25 @@ def tail_plan(tiles: int, takers: int, key_blocks: int, max_parts: int,
     if tail == 0 or max_parts < 2:
         return tiles, 0
     best, best_ranges = 1.0, 0
+    blocks = tail * key_blocks
+    fits = lambda ranges: (ranges + 1) * blocks < 2 ** 31     # the kernel's 32-bit range arithmetic
     for parts in range(2, min(max_parts, key_blocks) + 1):
         finish = math.ceil(tail * parts / takers) * (1 / parts + overhead_blocks / key_blocks)
-        if finish < best - 1e-9:
+        if finish < best - 1e-9 and fits(tail * parts):
             best, best_ranges = finish, tail * parts
     if cross_tiles:
-        blocks = tail * key_blocks
         for ranges in range(tail + 1, min(takers, blocks) + 1):
-            if ranges % tail == 0 or (ranges + 1) * blocks >= 2 ** 31:
-                continue    # equal parts, priced above; or past the kernel's 32-bit range math
+            if ranges % tail == 0 or not fits(ranges):
+                continue    # equal parts, priced above
             pieces = tail_pieces(tail, key_blocks, ranges)
             per_tile = [0] * tail
-            longest = [0.0] * ranges
+            per_range = [0.0] * ranges
             for p in pieces:
                 per_tile[p.tile] += 1
-                longest[p.range] += p.blocks + overhead_blocks
+                per_range[p.range] += p.blocks + overhead_blocks
             if max(per_tile) > max_parts:
                 continue
-            finish = max(longest) / key_blocks
+            finish = max(per_range) / key_blocks
             if finish < best - 1e-9:
                 best, best_ranges = finish, ranges
     return (tiles - tail, best_ranges) if best_ranges else (tiles, 0)

@@ -586,7 +586,7 @@ class FlashAttentionSm90:
                 self.turns.hand_over(wg)
 
             if cutlass.const_expr(self.tail_split):
-                # A part of a split tile: all but the last hand their state over and store nothing.
+                # A piece of a split tile: the writers hand their state over and store nothing.
                 stores = work < split_from
                 if work >= split_from:
                     stores = self.exchange.exchange(

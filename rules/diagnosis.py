@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from kernelscope.profiler.catalog import Catalog, load_catalog
-from kernelscope.profiler.compare import Verdict, verdict as measure_verdict
+from kernelscope.profiler.catalog import Catalog, evaluate, load_catalog
+from kernelscope.profiler.compare import Verdict, opcode_deltas, verdict as measure_verdict
 from kernelscope.profiler.record import KernelProfile, NcuRuleResult
 from kernelscope.rules.engine import evaluate_rules, headroom, measure
 from kernelscope.rules.findings import Finding, rank
@@ -57,6 +57,10 @@ NOISE_FLOOR = 0.03
 MAIN_REASON_MIN = 0.25
 # The cause whose share of the gap is clock frequency: what the code costs is the rest.
 CLOCK_CAUSE = "lower-clock"
+# Instructions are counted, not timed: a target executing this much more than the reference
+# differs in its code even where one launch each cannot time the difference (polling loops let
+# the counts of one kernel vary a little between launches).
+MORE_INSTRUCTIONS = 0.02
 
 
 @dataclass
@@ -68,6 +72,8 @@ class Diagnosis:
     not_applicable: list[str]
     verdict: Verdict | None = None
     ncu_frame: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # a_only, b_only, both
+    # The target's extra executed instructions against the reference, when beyond MORE_INSTRUCTIONS.
+    more_instructions: str | None = None
 
     @property
     def within_noise(self) -> bool:
@@ -94,8 +100,11 @@ class Diagnosis:
             return None
         gap = f"{(v.slower_by or 0.0) * 100:.1f}%"
         if self.within_noise:
-            return (f"the {gap} gap is within run-to-run noise (under {NOISE_FLOOR * 100:.0f}% between two kernels "
+            note = (f"the {gap} gap is within run-to-run noise (under {NOISE_FLOOR * 100:.0f}% between two kernels "
                     f"measured once): measure both again before looking for a cause")
+            if self.more_instructions:
+                note += f"; what is counted, not timed, does differ: {self.more_instructions}"
+            return note
         return f"no single cause explains the {gap} gap"
 
 
@@ -143,7 +152,28 @@ def diagnose(
         else:
             findings.append(f)
     return Diagnosis(rank(findings), shared, evaluation.passed, evaluation.not_evaluated,
-                     evaluation.not_applicable, result, ncu_frame(target, reference))
+                     evaluation.not_applicable, result, ncu_frame(target, reference),
+                     _more_instructions(target, reference, catalog))
+
+
+def _more_instructions(target: KernelProfile, reference: KernelProfile, catalog: Catalog) -> str | None:
+    """'N% more warp instructions (the opcodes that add most)' when the target executes at least
+    MORE_INSTRUCTIONS more than the reference; None otherwise or where either count is missing."""
+    metric = catalog.metrics.get("instructions_executed")
+    if metric is None:
+        return None
+    a, b = evaluate(metric, target, catalog), evaluate(metric, reference, catalog)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)) or b <= 0:
+        return None
+    if a / b - 1 < MORE_INSTRUCTIONS:
+        return None
+    added = sorted((row for row in opcode_deltas(target, reference, None)
+                    if row.count_a is not None and row.count_b is not None and row.count_a > row.count_b),
+                   key=lambda row: (row.count_b - row.count_a, row.opcode))[:3]
+    opcodes = [f"{row.opcode} ({row.count_a / row.count_b:.1f}x)" if row.count_b else f"{row.opcode} (new)"
+               for row in added]
+    which = f"; the most added: {', '.join(opcodes)}" if opcodes else ""
+    return f"the target executes {(a / b - 1) * 100:.1f}% more warp instructions than the reference{which}"
 
 
 def _cost_difference(rule, f: Finding, reference: KernelProfile, result: Verdict, catalog: Catalog) -> float | None:

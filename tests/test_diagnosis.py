@@ -4,13 +4,14 @@ the impact model (gap explained, shared by both) and rule-file validation of cau
 from __future__ import annotations
 
 import json
+from copy import deepcopy
 from pathlib import Path
 
 import pytest
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.merge import merge_profiles
-from kernelscope.profiler.record import KernelProfile
+from kernelscope.profiler.record import KernelProfile, Metric
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.rules.diagnosis import diagnose
 from kernelscope.rules.loader import causes, load_rules
@@ -137,6 +138,27 @@ def test_a_gap_within_noise_names_no_main_reason(fixture_file):
     assert result.verdict.faster == "b" and result.verdict.slower_by < 0.02
     assert result.within_noise and result.main_reason is None
     assert "1.6% gap is within run-to-run noise" in result.unexplained
+
+
+def _slower_copy(profile: KernelProfile, time: float, instructions: float, imad: float) -> KernelProfile:
+    copy = deepcopy(profile)
+    for name, factor in (("gpu__time_duration.sum", time), ("smsp__inst_executed.sum", instructions)):
+        copy.metrics[name] = Metric(profile.metrics[name].value * factor, profile.metrics[name].unit)
+    copy.instruction_mix["IMAD"] = profile.instruction_mix["IMAD"] * imad
+    return copy
+
+
+def test_a_gap_within_noise_still_says_what_the_counters_show(fixture_file):
+    # Instructions are counted, not timed: 5 % more of them is a difference in the code even
+    # where 1 % in time, measured once each, is not a difference anyone can attribute.
+    gemm, _ = load_profiles(fixture_file(GEMM))
+    result = diagnose(_slower_copy(gemm, 1.01, 1.05, 3.0), gemm)
+    assert result.within_noise and result.main_reason is None
+    assert result.unexplained.startswith("the 1.0% gap is within run-to-run noise")
+    assert "5.0% more warp instructions than the reference; the most added: IMAD (3.0x)" in result.unexplained
+    # The same counts, or fewer instructions: nothing to add.
+    assert diagnose(_slower_copy(gemm, 1.01, 1.0, 1.0), gemm).more_instructions is None
+    assert diagnose(_slower_copy(gemm, 1.01, 0.9, 1.0), gemm).more_instructions is None
 
 
 def test_a_cost_not_collected_on_the_reference_claims_no_share(tmp_path, fixture_file):

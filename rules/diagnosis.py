@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kernelscope.profiler.catalog import Catalog, evaluate, load_catalog
-from kernelscope.profiler.compare import Verdict, opcode_deltas, verdict as measure_verdict
+from kernelscope.profiler.compare import Verdict, verdict as measure_verdict
 from kernelscope.profiler.record import KernelProfile, NcuRuleResult
 from kernelscope.rules.engine import evaluate_rules, headroom, measure
 from kernelscope.rules.findings import Finding, rank
@@ -157,8 +157,9 @@ def diagnose(
 
 
 def _more_instructions(target: KernelProfile, reference: KernelProfile, catalog: Catalog) -> str | None:
-    """'N% more warp instructions (the opcodes that add most)' when the target executes at least
-    MORE_INSTRUCTIONS more than the reference; None otherwise or where either count is missing."""
+    """'N% more warp instructions than the reference; the most added: OP (Kx), ...' when the
+    target executes at least MORE_INSTRUCTIONS more; None otherwise or where either count is
+    missing."""
     metric = catalog.metrics.get("instructions_executed")
     if metric is None:
         return None
@@ -167,11 +168,10 @@ def _more_instructions(target: KernelProfile, reference: KernelProfile, catalog:
         return None
     if a / b - 1 < MORE_INSTRUCTIONS:
         return None
-    added = sorted((row for row in opcode_deltas(target, reference, None)
-                    if row.count_a is not None and row.count_b is not None and row.count_a > row.count_b),
-                   key=lambda row: (row.count_b - row.count_a, row.opcode))[:3]
-    opcodes = [f"{row.opcode} ({row.count_a / row.count_b:.1f}x)" if row.count_b else f"{row.opcode} (new)"
-               for row in added]
+    mine, theirs = target.instruction_mix, reference.instruction_mix
+    added = sorted((op for op in mine if theirs and mine[op] > theirs.get(op, 0.0)),
+                   key=lambda op: (theirs.get(op, 0.0) - mine[op], op))[:3]
+    opcodes = [f"{op} ({mine[op] / theirs[op]:.1f}x)" if theirs.get(op) else f"{op} (new)" for op in added]
     which = f"; the most added: {', '.join(opcodes)}" if opcodes else ""
     return f"the target executes {(a / b - 1) * 100:.1f}% more warp instructions than the reference{which}"
 

@@ -234,7 +234,10 @@ def tail_plan(tiles: int, takers: int, key_blocks: int, max_parts: int,
         return tiles, 0
     best, best_ranges = 1.0, 0
     blocks = tail * key_blocks
-    fits = lambda ranges: (ranges + 1) * blocks < 2 ** 31     # the kernel's 32-bit range arithmetic
+
+    def fits(ranges: int) -> bool:      # the kernel's 32-bit range arithmetic
+        return (ranges + 1) * blocks < 2 ** 31
+
     for parts in range(2, min(max_parts, key_blocks) + 1):
         finish = math.ceil(tail * parts / takers) * (1 / parts + overhead_blocks / key_blocks)
         if finish < best - 1e-9 and fits(tail * parts):

@@ -21,6 +21,8 @@ RMSNORM = "h200-rmsnorm-vs-torch.quick.ncu-rep"
 RULE_KERNELS = "h200-rule-kernels.ncu-rep"
 GEMM = "h200-gemm-vs-cublas-4096.quick.ncu-rep"
 GMMA = "h200-rule-gmma.ncu-rep"
+# The diagnosis benchmark's pairs of our kernels with one knob changed (H100; labels.toml says which).
+OWN_KERNELS = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis" / "reports" / "own-kernels-h100.json.xz"
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +90,13 @@ def test_a_finding_true_of_both_is_folded_into_shared(rule_kernels):
     shared = {f.rule_id for f in result.shared}
     assert "occupancy-limiter" in shared and "shared-memory-near-limit" in shared
     assert not shared & {f.rule_id for f in result.findings}
-    # The slower config (64.1% tensor pipe vs cuBLAS's 89.4%) is told why, first.
-    assert result.findings[0].cause == "tensor-underused"
+    # The slower config (64.1% tensor pipe vs cuBLAS's 89.4%: a symptom, claimed by no cause) has two
+    # causes, named first: 512 tiles of 64x128 over 132 CTAs (the busiest SM 8% above the average)
+    # and 2.1x the DRAM bytes of cuBLAS's larger tiles. Neither explains a quarter of the gap alone.
+    assert result.findings[0].cause == "load-imbalance" and result.findings[1].cause == "dram-traffic"
+    tensor = next(f for f in result.findings if f.rule_id == "tensor-pipe-below-reference")
+    assert tensor.cause is None and tensor.explains > 0.9
+    assert result.main_reason is None and result.unexplained.startswith("no single cause explains the ")
 
 
 def test_setmaxnreg_kernels_are_not_register_limited(rule_kernels, fixture_file):
@@ -191,11 +198,14 @@ def test_serialized_wgmma_names_the_chain_against_groups_in_flight(fixture_file)
     assert "serialized-wgmma" not in {f.rule_id for f in diagnose(gemm, cublas).findings}
 
 
-def test_no_main_reason_when_no_cause_explains_enough_of_the_gap(rule_kernels):
-    # cuBLAS's GEMM against the shipped one's default config: the verdict names a cause only when
-    # it explains at least a quarter of the gap; otherwise it says no single cause explains it.
-    result = diagnose(rule_kernels["gemm_wg1_n128"], rule_kernels["cublas"])
+def test_no_main_reason_when_no_cause_explains_enough_of_the_gap():
+    # The shipped gemm with a 2-stage ring against its default of 4 (H100, 4096^3; the diagnosis
+    # benchmark's gemm_ring_depth pair): the verdict names a cause only when it explains at least a
+    # quarter of the gap; otherwise it says no single cause explains it.
+    slow, fast = load_profiles(OWN_KERNELS)[:2]
+    result = diagnose(slow, fast)
     top = result.findings[0]
+    assert top.cause == "exposed-latency"
     assert result.main_reason is top and top.explains >= 0.25 and result.unexplained is None
     for f in result.findings:
         if f.cause is not None:

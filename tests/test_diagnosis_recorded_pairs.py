@@ -249,3 +249,29 @@ def test_a_wgmma_wait_sampled_at_the_depbar_is_not_barrier_skew():
     quiet_gmma = copy.deepcopy(cublas)
     quiet_gmma.metrics["smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio"] = Metric(0.0, "")
     assert "barrier-waits-vs-reference" in {f.rule_id for f in diagnose(ours, quiet_gmma).findings}
+
+
+def test_load_waits_that_grew_name_the_latency_though_another_stall_is_largest():
+    # gemm_mma at 4096^3 with a 2-stage ring against its default (H100, full set, one device call;
+    # the diagnosis benchmark's gemm_mma_ring_depth): 331.7 against 268.9 us, the same DRAM bytes.
+    # The consumers' mbarrier waits for TMA bytes (long scoreboard) 3.055 against 0.529 cycles per
+    # issued instruction; the largest stall on both sides is Wait (the mma.sync issue interval).
+    # Before: the tensor pipe's lower activity (64.9 % against 82.6 %) as the main reason, and no
+    # finding about the loads (exposed-latency asks for long scoreboard >= 40 % of the stalls).
+    slow, fast = load_profiles(REPORTS / "own-kernels-h100.json.xz")[2:4]
+    result = diagnose(slow, fast)
+    top = result.findings[0]
+    assert (top.rule_id, top.cause) == ("long-scoreboard-vs-reference", "exposed-latency")
+    assert result.main_reason is top and top.explains > 0.9
+    assert "3.055 cycles per issued instruction vs 0.529" in top.message
+    tensor = next(f for f in result.findings if f.rule_id == "tensor-pipe-below-reference")
+    assert tensor.cause is None
+    # The same pair the other way round: quiet.
+    assert "long-scoreboard-vs-reference" not in {f.rule_id for f in diagnose(fast, slow).findings}
+    # A memory system near its peak is bandwidth, not latency: quiet at 60 % and above.
+    busy, busy_reference = copy.deepcopy(slow), copy.deepcopy(fast)
+    for p, pct in ((busy, 61.0), (busy_reference, 60.0)):
+        p.metrics["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = Metric(pct, "%")
+    assert "long-scoreboard-vs-reference" not in {f.rule_id for f in diagnose(busy, busy_reference).findings}
+    busy.metrics["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = Metric(59.0, "%")
+    assert "long-scoreboard-vs-reference" in {f.rule_id for f in diagnose(busy, busy_reference).findings}

@@ -35,6 +35,10 @@ OPCODE_MIX_METRIC = "sass__inst_executed_per_opcode"
 OPCODE_MODIFIER_MIX_METRIC = "sass__inst_executed_per_opcode_with_modifier_all"
 # Per-instruction executed counts (SourceCounters), keyed by program counter.
 EXECUTED_PER_INSTRUCTION = "inst_executed"
+# Barrier stall samples per instruction (SourceCounters), and the share of them at wgmma.wait_group.
+BARRIER_SAMPLES_PER_INSTRUCTION = "smsp__pcsamp_warps_issue_stalled_barrier"
+BARRIER_AT_WGMMA_WAIT = "kernelscope__barrier_samples_at_wgmma_wait_pct"
+WGMMA_WAIT = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?WARPGROUP\.DEPBAR\b")
 # The least share of the executions an unpack's opcodes must have for the SASS to be read.
 IDIOM_SCAN_SHARE = 0.02
 # The share of a kernel's executions whose instructions are read for idioms (hottest first).
@@ -296,6 +300,7 @@ def _profile_from_action(action: Any, source: str, index: int, session: Session,
         metrics[name] = Metric(value=value, unit=metric.unit() or "")
     mix = _instanced_by_name(action, OPCODE_MIX_METRIC)
     metrics.update(_sass_idiom_metrics(action, mix, sass_seen))
+    metrics.update(_barrier_wait_metrics(action, sass_seen))
 
     def number(name: str) -> float | None:
         m = metrics.get(name)
@@ -396,6 +401,31 @@ def _sass_idiom_metrics(action: Any, mix: dict[str, float], sass_seen: dict[tupl
     kinds = (BF16_UNPACK,) if with_modifiers else (BF16_UNPACK, IMAD_MOVE)
     out.update({METRIC_NAMES[k]: Metric(value=counts[k], unit="inst") for k in kinds})
     return out
+
+
+def _barrier_wait_metrics(action: Any, sass_seen: dict[tuple[str, int], str]) -> dict[str, Metric]:
+    """Where the barrier stall samples sit (SourceCounters): the share at WARPGROUP.DEPBAR, where a
+    warp waits in wgmma.wait_group for its own WGMMAs and ncu samples it as a barrier stall; the
+    rest sit at or just after a BAR, waiting for other warps. Absent without per-instruction samples."""
+    metric = action.metric_by_name(BARRIER_SAMPLES_PER_INSTRUCTION)
+    if metric is None or metric.num_instances() == 0 or not metric.has_correlation_ids():
+        return {}
+    ids = metric.correlation_ids()
+    per_pc = [(float(metric.as_double(i)), ids.as_uint64(i)) for i in range(metric.num_instances())]
+    total = sum(n for n, _ in per_pc)
+    if total <= 0:
+        return {}
+    function = action.name(action.NameBase_MANGLED) or action.name(action.NameBase_FUNCTION)
+    at_wait = 0.0
+    for n, pc in per_pc:
+        if n <= 0:
+            continue
+        key = (function, pc)
+        if key not in sass_seen:
+            sass_seen[key] = action.sass_by_pc(pc)
+        if WGMMA_WAIT.match(sass_seen[key].strip()):
+            at_wait += n
+    return {BARRIER_AT_WGMMA_WAIT: Metric(value=100.0 * at_wait / total, unit="%")}
 
 
 def _string(metric: Metric | None) -> str | None:

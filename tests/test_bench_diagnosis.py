@@ -54,7 +54,7 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     # the unscored pairs, each saying why
     assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock",
                                                      "attention_causal_stride", "attention_shared_epilogue",
-                                                     "gemm_raster_panel"]
+                                                     "gemm_raster_panel", "attention_intra_wg_overlap"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -130,7 +130,7 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 36
+    assert len(rows) == 37
     for row in rows:
         assert row["kernelscope"]["top"] and row["ncu"]["top"], row["id"]
         if row["scored"]:
@@ -164,6 +164,10 @@ def test_totals_hold_what_was_measured(result):
     # One epilogue barrier for all math warpgroups: the clock of the other device call, then the skew.
     epilogue = by_id["attention_shared_epilogue"]
     assert [t["cause"] for t in epilogue["kernelscope"]["top"][:2]] == ["lower-clock", "barrier-skew"]
+    # flash_attn waiting for each warpgroup's WGMMAs right after issuing them: not skew, though the
+    # barrier stall grew at the same BAR count (its samples sit at the DEPBAR).
+    overlap = by_id["attention_intra_wg_overlap"]
+    assert overlap["kernelscope"]["top"][0]["cause"] == "serialized-wgmma"
 
 
 def test_memoized_loading_changes_no_finding():

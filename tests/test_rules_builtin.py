@@ -128,6 +128,12 @@ CASES = [
     # Long scoreboard 1.9x cuBLAS's, but the memory system 83 % busy against 68 % (2.1x the DRAM
     # bytes of smaller tiles): traffic, not latency. Its firing case: the corpus's gemm_mma_ring_depth.
     ("long-scoreboard-vs-reference", "gemm_wg1_n128", "cublas", None, False),
+    # wait_group(0) after every group against one group in flight: 100 % of the chain's barrier
+    # samples at WARPGROUP.DEPBAR, the tensor pipe less busy.
+    ("wgmma-waits-vs-reference", "gmma_chain", "gmma_in_flight", None, True),
+    ("wgmma-waits-vs-reference", "gmma_in_flight", "gmma_chain", None, False),
+    ("wgmma-waits-vs-reference", "gemm_default", "cublas", None, False),
+    ("barrier-waits-vs-reference", "gmma_chain", "gmma_in_flight", None, False),   # its waits are at the DEPBAR
     ("long-scoreboard-vs-reference", "cublas", "gemm_wg1_n128", None, False),
     ("dram-traffic-vs-reference", "gemm_wg1_n128", "cublas", None, True),
     ("dram-traffic-vs-reference", "gemm_default", "cublas", None, False),

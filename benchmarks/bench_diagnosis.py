@@ -4,7 +4,9 @@ For each labelled slow/fast pair (DIR/labels.toml, default benchmarks/diagnosis/
 `kernelscope diff SLOW FAST --format json` (the slower kernel as target, the faster as reference)
 and reads ncu's rule results of the slower kernel from the same report, ranked by ncu's
 estimated speedup. Each finding or rule result is mapped to a cause id of rules/causes.toml; a
-pair is a hit@k when one of the first k findings names its labelled cause.
+pair is a hit@k when one of the first k findings names its labelled cause. A pair labelled with
+cause "none" is the same kernel measured twice: there the diagnosis should stay quiet (no main reason,
+no cause claiming MAIN_REASON_MIN of the gap), and anything else counts as a false alarm.
 
     python3 benchmarks/bench_diagnosis.py                    # the committed corpus
     python3 benchmarks/bench_diagnosis.py --dir HELD_OUT     # any directory with a labels.toml
@@ -27,10 +29,14 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kernelscope.rules.diagnosis import MAIN_REASON_MIN   # the least share of the gap a main reason explains
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = REPO / "benchmarks" / "diagnosis"
 CAUSES_FILE = REPO / "rules" / "causes.toml"
 TOP_K = 3
+# A pair's cause "none": the same kernel, config and shape measured twice (run-to-run noise).
+SAME_KERNEL = "none"
 
 # kernelscope rules as they are before findings carry a `cause` field: the cause a rule's
 # message claims. Used only for a finding without `cause`. Rules that describe a symptom shared
@@ -92,6 +98,7 @@ class Pair:
     scored: bool
     why: str
     fast_report: Path | None = None     # where the fast kernel is, when not in `report`
+    same: bool = False                  # the same kernel measured twice (cause "none"): a cause named is a false alarm
 
     @property
     def fast_source(self) -> Path:
@@ -126,13 +133,14 @@ def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
         raise InputError(f"{labels}: {e}") from None
     pairs = []
     for e in entries:
-        scored = e.get("scored", True)
         cause = e.get("cause")
+        same = cause == SAME_KERNEL
+        scored = e.get("scored", True) and not same
         if scored and cause not in causes:
             raise InputError(f"{labels}: pair {e.get('id')!r}: cause {cause!r} is not an id of {CAUSES_FILE.name}")
         try:
             pairs.append(Pair(e["id"], directory / e["report"], e["slow"], e["fast"], cause if scored else None, scored,
-                              e.get("why", ""), directory / e["fast_report"] if "fast_report" in e else None))
+                              e.get("why", ""), directory / e["fast_report"] if "fast_report" in e else None, same))
         except KeyError as missing:
             raise InputError(f"{labels}: a pair has no {missing}") from None
     return pairs
@@ -304,13 +312,26 @@ def judge(pair: Pair, reports: Reports) -> dict:
     for name, j in (("kernelscope", ks), ("ncu", ncu)):
         row[name] = {"top": [{"rule": rule, "cause": cause} for rule, cause in j.ranked[:TOP_K]],
                      "hit1": j.hit(pair.cause, 1), "hit3": j.hit(pair.cause, TOP_K)}
+    if pair.same:
+        row["same"] = True
+        row["kernelscope"]["quiet"] = not false_alarm(diff)
     return row
+
+
+def false_alarm(diff: dict) -> bool:
+    """For the same kernel measured twice: a main reason named, or a finding that names a cause
+    and claims at least MAIN_REASON_MIN of the gap."""
+    verdict = diff.get("verdict") or {}
+    return verdict.get("main_reason") is not None or any(
+        f.get("cause") and (f.get("explains") or 0.0) >= MAIN_REASON_MIN for f in diff.get("findings", []))
 
 
 def totals(rows: list[dict]) -> dict:
     scored = [r for r in rows if r["scored"]]
+    same = [r for r in rows if r.get("same")]
     return {"pairs": len(scored),
-            **{f"{tool}_{k}": sum(r[tool][k] for r in scored) for tool in ("kernelscope", "ncu") for k in ("hit1", "hit3")}}
+            **{f"{tool}_{k}": sum(r[tool][k] for r in scored) for tool in ("kernelscope", "ncu") for k in ("hit1", "hit3")},
+            "same_pairs": len(same), "kernelscope_quiet": sum(r["kernelscope"]["quiet"] for r in same)}
 
 
 def print_table(rows: list[dict], total: dict) -> None:
@@ -321,12 +342,17 @@ def print_table(rows: list[dict], total: dict) -> None:
         return f"{'1' if entry['hit1'] else '.'}{'3' if entry['hit3'] else '.'}"
     print(f"{'pair':<24} {'gap':>5} {'cause':<23} {'ks':<3} {'kernelscope top 3':<66} {'ncu':<3} ncu top 3")
     for r in rows:
-        cause = r["cause"] if r["scored"] else "(not scored)"
-        print(f"{r['id']:<24} {r['gap']:>5.2f} {cause:<23} {hits(r['kernelscope']):<3} {causes(r['kernelscope'])[:66]:<66} "
+        cause = "(same kernel)" if r.get("same") else r["cause"] if r["scored"] else "(not scored)"
+        mark = ("q" if r["kernelscope"]["quiet"] else "!") if r.get("same") else hits(r["kernelscope"])
+        print(f"{r['id']:<24} {r['gap']:>5.2f} {cause:<23} {mark:<3} {causes(r['kernelscope'])[:66]:<66} "
               f"{hits(r['ncu']):<3} {causes(r['ncu'])}")
     n = total["pairs"]
     print(f"\n{n} scored pairs. kernelscope: hit@1 {total['kernelscope_hit1']}/{n}, hit@3 {total['kernelscope_hit3']}/{n}. "
           f"ncu rules: hit@1 {total['ncu_hit1']}/{n}, hit@3 {total['ncu_hit3']}/{n}.")
+    if total["same_pairs"]:
+        print(f"{total['same_pairs']} pairs of the same kernel measured twice: kernelscope quiet on "
+              f"{total['kernelscope_quiet']}/{total['same_pairs']} (q: no main reason and no cause claiming "
+              f">= {MAIN_REASON_MIN:.0%} of the gap; !: a false alarm).")
     print("(gap: slow/fast duration under ncu; hits: 1 = the first finding names the cause, 3 = one of the first three;"
           " a rule in parentheses names no cause)")
 

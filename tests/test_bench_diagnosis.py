@@ -54,7 +54,8 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     # the unscored pairs, each saying why
     assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock",
                                                      "attention_causal_stride", "attention_shared_epilogue",
-                                                     "gemm_raster_panel", "attention_intra_wg_overlap"]
+                                                     "gemm_raster_panel", "attention_intra_wg_overlap",
+                                                     "same_attention", "same_attention_no_overlap"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -130,9 +131,9 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 37
+    assert len(rows) == 39
     for row in rows:
-        assert row["kernelscope"]["top"] and row["ncu"]["top"], row["id"]
+        assert row["ncu"]["top"] and (row["kernelscope"]["top"] or row.get("same")), row["id"]
         if row["scored"]:
             # measured under ncu; the smallest gaps: the WGMMA chain's 1.12x, the unrolled code's 1.14x
             assert row["gap"] > 1.1, row
@@ -141,6 +142,8 @@ def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
 def test_totals_hold_what_was_measured(result):
     rows, total = result
     assert total["pairs"] == 31
+    # The same kernel measured twice: no main reason, no cause claiming a quarter of the gap.
+    assert (total["same_pairs"], total["kernelscope_quiet"]) == (2, 2)
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED
@@ -206,3 +209,12 @@ def test_a_held_out_directory_is_judged_the_same_way(result, tmp_path):
     assert bench.main(["--dir", str(held_out), "--json", str(packed)]) == 0
     with lzma.open(packed, "rt") as f:
         assert json.load(f) == data
+
+
+def test_a_cause_named_for_the_same_kernel_measured_twice_is_a_false_alarm():
+    quiet = {"verdict": {"main_reason": None}, "findings": [{"rule": "r", "cause": "barrier-skew", "explains": 0.2},
+                                                             {"rule": "s", "cause": None, "explains": 0.9}]}
+    assert not bench.false_alarm(quiet)
+    loud = {"verdict": {"main_reason": None}, "findings": [{"rule": "r", "cause": "barrier-skew", "explains": 0.25}]}
+    assert bench.false_alarm(loud)
+    assert bench.false_alarm({"verdict": {"main_reason": {"rule": "r"}}, "findings": []})

@@ -303,3 +303,19 @@ def test_waits_for_a_warpgroups_own_wgmmas_are_not_barrier_skew():
         del p.metrics[share]
     blind = {f.rule_id for f in diagnose(blind_slow, blind_fast).findings}
     assert "barrier-waits-vs-reference" in blind and "wgmma-waits-vs-reference" not in blind
+
+
+def test_a_share_one_report_has_and_the_other_lacks_is_not_compared():
+    # The same flash_attn launch from two device calls, one report with SourceCounters (90.4 % of
+    # its barrier samples at the DEPBAR) and one without (1.4689 against 1.4578 ms). Before: the
+    # one side's barrier stall at BARs (9.6 % of it) against the other's whole stall read as barrier
+    # skew.
+    profiles = load_profiles(REPORTS / "own-kernels-h100.json.xz")
+    without, with_samples = profiles[8], profiles[7]
+    share = "kernelscope__barrier_samples_at_wgmma_wait_pct"
+    assert without.value(share) is None and with_samples.value(share) is not None
+    for a, b in ((without, with_samples), (with_samples, without)):
+        result = diagnose(a, b)
+        fired = {f.rule_id for f in result.findings}
+        assert not fired & {"barrier-waits-vs-reference", "wgmma-waits-vs-reference"}, fired
+        assert result.main_reason is None

@@ -55,7 +55,9 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock",
                                                      "attention_causal_stride", "attention_shared_epilogue",
                                                      "gemm_raster_panel", "attention_intra_wg_overlap",
-                                                     "same_attention", "same_attention_no_overlap"]
+                                                     "same_attention", "same_attention_no_overlap", "same_gemm",
+                                                     "same_gemm_mma", "same_gemm_8192", "equal_gemm_ring3",
+                                                     "equal_gemm_mma_ring3"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -131,7 +133,7 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 39
+    assert len(rows) == 44
     for row in rows:
         assert row["ncu"]["top"] and (row["kernelscope"]["top"] or row.get("same")), row["id"]
         if row["scored"]:
@@ -142,12 +144,14 @@ def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
 def test_totals_hold_what_was_measured(result):
     rows, total = result
     assert total["pairs"] == 31
-    # The same kernel measured twice: no main reason, no cause claiming a quarter of the gap.
-    assert (total["same_pairs"], total["kernelscope_quiet"]) == (2, 2)
+    # Two launches that take the same time: no main reason, no cause in the code claiming a quarter of the gap.
+    assert (total["same_pairs"], total["kernelscope_quiet"]) == (7, 7)
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED
     by_id = {r["id"]: r for r in rows}
+    # A lower clock is the right reading of a gap between two launches of the same code.
+    assert [t["cause"] for t in by_id["same_gemm"]["kernelscope"]["top"]][:1] == ["lower-clock"]
     for row in rows:
         if row["scored"]:
             # every pair's cause is named first by kernelscope
@@ -218,3 +222,5 @@ def test_a_cause_named_for_the_same_kernel_measured_twice_is_a_false_alarm():
     loud = {"verdict": {"main_reason": None}, "findings": [{"rule": "r", "cause": "barrier-skew", "explains": 0.25}]}
     assert bench.false_alarm(loud)
     assert bench.false_alarm({"verdict": {"main_reason": {"rule": "r"}}, "findings": []})
+    clock = {"verdict": {"main_reason": None}, "findings": [{"rule": "c", "cause": "lower-clock", "explains": 0.9}]}
+    assert not bench.false_alarm(clock)

@@ -39,7 +39,7 @@ CAUSES_FILE = REPO / "rules" / "causes.toml"
 TOP_K = 3
 # A pair's cause "none": two launches that take the same time within run-to-run noise (the same
 # kernel measured twice, or a knob that changes nothing measurable).
-SAME_KERNEL = "none"
+SAME_TIME = "none"
 
 # kernelscope rules as they are before findings carry a `cause` field: the cause a rule's
 # message claims. Used only for a finding without `cause`. Rules that describe a symptom shared
@@ -137,7 +137,7 @@ def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
     pairs = []
     for e in entries:
         cause = e.get("cause")
-        same = cause == SAME_KERNEL
+        same = cause == SAME_TIME
         scored = e.get("scored", True) and not same
         if scored and cause not in causes:
             raise InputError(f"{labels}: pair {e.get('id')!r}: cause {cause!r} is not an id of {CAUSES_FILE.name}")

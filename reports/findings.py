@@ -16,10 +16,12 @@ from kernelscope.rules.line_locations import location_text
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def impact_text(f: Finding) -> str:
+def impact_text(f: Finding, within_noise: bool = False) -> str:
+    """The share of the gap a finding explains and its headroom; a share of a gap within noise says so."""
     parts = []
     if f.explains is not None:
-        parts.append(f"explains ~{f.explains * 100:.0f}% of the gap")
+        of = "a gap within noise" if within_noise else "the gap"
+        parts.append(f"explains ~{f.explains * 100:.0f}% of {of}")
     if f.impact is not None:
         parts.append(f"headroom ~{f.impact * 100:.0f}%")
     return "; ".join(parts) if parts else "impact n/a"
@@ -81,11 +83,12 @@ def print_findings(findings: list[Finding], console: Console, not_evaluated: dic
         console.print(Text("Findings: no rule fired.", style="green"))
     else:
         console.print(Text(f"Findings ({len(findings)}), causes first, the largest share of the gap explained first", style="bold"))
+    noise = result is not None and result.within_noise
     for n, f in enumerate(findings, 1):
         head = Text(f"{n:>2}. ")
         head.append(f"{f.severity.upper():<7}", style=_STYLE.get(f.severity, ""))
         head.append(f" {f.title}", style="bold")
-        head.append(f"  [{f.rule_id}; {impact_text(f)}]", style="dim")
+        head.append(f"  [{f.rule_id}; {impact_text(f, noise)}]", style="dim")
         console.print(head)
         console.print(Text(f"      {f.message}"), overflow="fold")
         for loc in f.locations:
@@ -137,8 +140,9 @@ def findings_markdown(findings: list[Finding], not_evaluated: dict[str, list[str
     lines = ["### Findings", ""]
     if not findings:
         lines += ["No rule fired.", ""]
+    noise = result is not None and result.within_noise
     for n, f in enumerate(findings, 1):
-        lines.append(f"{n}. **{f.severity.upper()}** {f.title} (`{f.rule_id}`, {impact_text(f)})  ")
+        lines.append(f"{n}. **{f.severity.upper()}** {f.title} (`{f.rule_id}`, {impact_text(f, noise)})  ")
         lines.append(f"   {f.message}  ")
         for loc in f.locations:
             lines.append(f"   _At:_ `{loc['file']}:{loc['line']}` — {100 * loc['share']:.0f}% of {loc['reason']}  ")

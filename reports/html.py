@@ -34,6 +34,7 @@ class Page:
     lead: str = ""                                                # HTML shown first (a gate's verdict)
     blocks: list[tuple[str, str]] = field(default_factory=list)   # (heading, HTML fragment), in page order
     findings: list[dict[str, Any]] | None = None                  # None: no rules ran
+    gap_within_noise: bool = False                                # the findings' shares are of a gap within noise
     rules_not_evaluated: dict[str, list[str]] = field(default_factory=dict)   # rule id -> metrics missing
     notes: list[str] = field(default_factory=list)
 
@@ -42,7 +43,7 @@ def escape(text: Any) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
-def findings_html(findings: list[dict[str, Any]] | None) -> str:
+def findings_html(findings: list[dict[str, Any]] | None, within_noise: bool = False) -> str:
     if findings is None:
         return ""
     if not findings:
@@ -60,7 +61,8 @@ def findings_html(findings: list[dict[str, Any]] | None) -> str:
         if f.get("cause"):
             meta.append(f"cause {escape(f['cause'])}")
         if is_number(f.get("explains")):
-            meta.append(f"explains ~{float(f['explains']) * 100:.0f}% of the gap")
+            of = "a gap within noise" if within_noise else "the gap"
+            meta.append(f"explains ~{float(f['explains']) * 100:.0f}% of {of}")
         if is_number(impact):
             meta.append(f"headroom ~{float(impact) * 100:.0f}% of the kernel's time")
         for e in f.get("evidence") or []:
@@ -172,7 +174,7 @@ def _sections(page: Page, *, with_plots: bool = True) -> list[str]:
         if page.rules_not_evaluated:
             names = ", ".join(f"{rule} ({', '.join(missing) or 'data missing'})" for rule, missing in page.rules_not_evaluated.items())
             skipped = f"<p class=\"dim\">Not evaluated (metrics not collected): {escape(names)}</p>"
-        out.append(f"<section id=\"findings\"><h2>Findings</h2>{findings_html(page.findings)}{skipped}</section>")
+        out.append(f"<section id=\"findings\"><h2>Findings</h2>{findings_html(page.findings, page.gap_within_noise)}{skipped}</section>")
     if page.plots and with_plots:
         figs = "".join(
             f"<figure id=\"plot-{escape(p.name)}\">{plots.to_svg(p.figure, p.name)}<figcaption>{escape(p.caption)}</figcaption></figure>"

@@ -41,6 +41,7 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
         subtitle="A is the kernel, B the reference; the change column is A - B.",
         findings=doc.get("findings"),
         rules_not_evaluated=dict(doc.get("rules_not_evaluated") or {}),
+        gap_within_noise=bool((doc.get("verdict") or {}).get("within_noise")),
     )
     page.lead = _verdict_html(doc.get("verdict"), name_a, name_b)
     if doc.get("shared"):

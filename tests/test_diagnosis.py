@@ -145,6 +145,14 @@ def test_a_gap_within_noise_names_no_main_reason(fixture_file):
     assert result.verdict.faster == "b" and result.verdict.slower_by < 0.02
     assert result.within_noise and result.main_reason is None
     assert "1.6% gap is within run-to-run noise" in result.unexplained
+    # A finding's share of such a gap says what it is a share of, in every format.
+    from kernelscope.reports.findings import findings_markdown, impact_text
+    from kernelscope.reports.html import findings_html
+    shared = next(f for f in result.findings if f.explains is not None)
+    assert "of a gap within noise" in impact_text(shared, result.within_noise)
+    assert "of the gap" in impact_text(shared)
+    assert "of a gap within noise" in findings_markdown(result.findings, result=result)
+    assert "of a gap within noise" in findings_html([{"rule": shared.rule_id, "explains": shared.explains}], within_noise=True)
 
 
 def _slower_copy(profile: KernelProfile, time: float, instructions: float, imad: float) -> KernelProfile:

@@ -1,6 +1,6 @@
 """`kernelscope demo`: a diagnosis that needs no GPU, from what the project ships.
 
-It diffs recorded Nsight Compute reports (real H200 measurements kept under
+It diffs recorded Nsight Compute reports (real H100 and H200 measurements kept under
 tests/fixtures) and inspects a shipped kernel compile-only, printing each step's
 command so the user can run it on their own reports and kernels.
 """
@@ -15,16 +15,17 @@ from kernelscope.errors import UserError
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 RECORDED = PACKAGE_ROOT / "tests" / "fixtures"
-# (report, kernel A regex, kernel B regex, what it shows, the two kernels in the verdict)
+# (report, kernel A regex, kernel B regex, what it shows, the two kernels in the verdict, per line)
 DEMO_DIFFS = [
-    ("h200-gemm-vs-cublas-4096.quick.ncu-rep", "ks:target", "ks:reference",
-     "the shipped CuTe DSL GEMM (A) vs cuBLAS (B), bf16 4096^3, H200, `kernelscope profile`",
-     ("the shipped GEMM", "cuBLAS at bf16 4096^3 (H200)")),
+    # A report with per-instruction samples and line information: where the time goes, per Python line.
+    ("h100-gemm-vs-cublas-4096.lines.ncu-rep", "ks:target", "ks:reference",
+     "the shipped CuTe DSL GEMM (A, as of 2026-11-23) vs cuBLAS (B), bf16 4096^3, H100, `kernelscope profile`, per line",
+     ("the shipped GEMM", "cuBLAS at bf16 4096^3 (H100)"), True),
     # What an author runs next: their memory-bound kernel against the framework's own.
     ("h200-rmsnorm-vs-torch.quick.ncu-rep", "ks:target", "ks:reference",
      "the shipped CuTe DSL RMSNorm (A) vs torch's fused layer-norm kernel (B), bf16 16384x4096, H200, "
      "`kernelscope profile rmsnorm --vs torch.rmsnorm`",
-     ("the shipped RMSNorm", "torch's layer-norm kernel at bf16 16384x4096 (H200)")),
+     ("the shipped RMSNorm", "torch's layer-norm kernel at bf16 16384x4096 (H200)"), False),
 ]
 DEMO_INSPECT = ("gemm", "sm_90a")
 
@@ -45,14 +46,14 @@ def demo(ctx, skip_inspect):
     from kernelscope.cli.report_commands import diff
 
     console = _console()
-    name, regex_a, regex_b, _, (label_a, label_b) = DEMO_DIFFS[0]
+    name, regex_a, regex_b, _, (label_a, label_b), _ = DEMO_DIFFS[0]
     console.print(f"[bold]{verdict_sentence(recorded_report(name), regex_a, regex_b, label_a, label_b)}[/bold]")
     step = 1
-    for name, regex_a, regex_b, what, _ in DEMO_DIFFS:
+    for name, regex_a, regex_b, what, _, per_line in DEMO_DIFFS:
         report = recorded_report(name)
         console.rule(f"[bold]{step}. Recorded report: {what}")
-        console.print(f"[dim]$ kernelscope diff {report}:{regex_a} {report}:{regex_b}[/dim]")
-        ctx.invoke(diff, a=f"{report}:{regex_a}", b=f"{report}:{regex_b}")
+        console.print(f"[dim]$ kernelscope diff {report}:{regex_a} {report}:{regex_b}{' --lines' if per_line else ''}[/dim]")
+        ctx.invoke(diff, a=f"{report}:{regex_a}", b=f"{report}:{regex_b}", lines=per_line)
         step += 1
     if not skip_inspect:
         target, arch = DEMO_INSPECT

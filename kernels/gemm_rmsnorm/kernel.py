@@ -1,6 +1,9 @@
 """The fused RMSNorm -> GEMM kernel class (see the package docstring for the design). Imports the
 DSL: kernels/gemm_rmsnorm/__init__.py imports this module only when it compiles."""
 
+import dataclasses
+import functools
+
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
@@ -31,6 +34,10 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         self.tile_mnk = (tile_m_of(cfg), cfg.tile_n, TILE_K)
         self.cluster_mn = tuple(cfg.cluster)
         self.policy = cfg.schedule_policy()
+        if cfg.row_norms == "shared":
+            # Every row block's publisher (its column-0 tile) in the first wave(s), so that
+            # readers rarely wait for a publisher running beside them.
+            self.policy = dataclasses.replace(self.policy, lead_column=True)
         self.threads = 128 * (1 + self.CONSUMER_WGS)
         self.consumer_threads = 128 * self.CONSUMER_WGS
         # pingpong: the turn to issue WGMMAs goes back and forth between the two warpgroups
@@ -187,17 +194,20 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                 # the squares and publishes rstd; the block's other tiles skip the squares and
                 # read it. Both happen while the tile's last WGMMA group runs.
                 publisher = tn == 0
+                reader = (tn > 0) & (tn < tiles_n) & (tm < tiles_m)
+                # Two k-tiles before the end: the loads' latency hides under the last WGMMAs (the
+                # publisher ran a wave earlier, so its rstd is there).
+                read_rstd = functools.partial(self.read_rstd_if, reader, sumsq, rstd_slots, row_counters,
+                                              tm, ctidx, lane)
                 position, prev_stage = self.main_loop(
                     tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
-                    signals, dst, k_blocks, values_per_block, rows_per_thread, squares=publisher)
-                if tm < tiles_m:
-                    if publisher:
-                        self.row_rstd(sumsq, inv_k, eps, rows_per_thread)
-                        if tiles_n > 1:
-                            self.row_share.publish(sumsq, rstd_slots, row_counters, tm, tiles_n - 1,
-                                                   ctidx, lane)
-                    elif tn < tiles_n:
-                        self.row_share.read(sumsq, rstd_slots, row_counters, tm, ctidx, lane)
+                    signals, dst, k_blocks, values_per_block, rows_per_thread, squares=publisher,
+                    before_last_k_tiles=read_rstd)
+                if publisher & (tm < tiles_m):
+                    self.row_rstd(sumsq, inv_k, eps, rows_per_thread)
+                    if tiles_n > 1:
+                        self.row_share.publish(sumsq, rstd_slots, row_counters, tm, tiles_n - 1,
+                                               ctidx, lane)
                 cute.nvgpu.warpgroup.wait_group(0)
                 if k_tiles > 0:
                     ring.consumer_release(prev_stage, signals, dst)
@@ -260,15 +270,22 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
     @cute.jit
     def main_loop(self, tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles,
                   position: RingPosition, signals, dst, k_blocks: cutlass.Constexpr,
-                  values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr, squares=True):
+                  values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr, squares=True,
+                  before_last_k_tiles=None):
         """Every k-tile of one output tile (k_tile each), alternating the A buffers when there
         are two (unrolled by two, so the buffer index is a trace-time constant). Returns the ring
         position after the tile and the stage still to release. `squares`: whether the tile sums
-        its rows' squares (True, or a run-time flag)."""
+        its rows' squares (True, or a run-time flag); `before_last_k_tiles`: called once, before
+        the last two or three k-tiles are issued (before all of them when there are fewer)."""
         prev_stage = position.index
         if cutlass.const_expr(self.cfg.a_buffers == 2):
+            # The pair of k-tiles (k even) at which the hook runs.
+            hook_at = cutlass.max((k_tiles - 2) // 2 * 2, 0)
             k = cutlass.Int32(0)
             while k < k_tiles:
+                if cutlass.const_expr(before_last_k_tiles is not None):
+                    if k == hook_at:
+                        before_last_k_tiles()
                 position, prev_stage = self.k_tile(
                     tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
                     position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread, squares)
@@ -278,13 +295,23 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                         position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread, squares)
                 k += 2
         else:
+            hook_at = cutlass.max(k_tiles - 2, 0)
             for k in range(k_tiles):
+                if cutlass.const_expr(before_last_k_tiles is not None):
+                    if k == hook_at:
+                        before_last_k_tiles()
                 # One buffer: the WGMMAs still reading it must finish before it is refilled.
                 cute.nvgpu.warpgroup.wait_group(0)
                 position, prev_stage = self.k_tile(
                     tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
                     position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread, squares)
         return position, prev_stage
+
+    @cute.jit
+    def read_rstd_if(self, reader, rstd, rstd_slots, row_counters, tm, ctidx, lane):
+        """row_norms="shared": a reader tile's rstd from its row block's publisher."""
+        if reader:
+            self.row_share.read(rstd, rstd_slots, row_counters, tm, ctidx, lane)
 
     @cute.jit
     def row_rstd(self, sumsq, inv_k, eps, rows_per_thread: cutlass.Constexpr):

@@ -142,29 +142,6 @@ def test_tail_split_plan_fills_the_last_wave():
     assert plan(64, 66, 64, 4, False) == plan(64, 66, 64, 4, False).__class__(0, 4, 64)
 
 
-@pytest.mark.parametrize("tiles", [(1, 1), (7, 5), (16, 16), (33, 3), (3, 40), (5, 1)])
-@pytest.mark.parametrize("cluster", [(1, 1), (2, 1), (1, 2)])
-@pytest.mark.parametrize("raster", ["m", "n"])
-@pytest.mark.parametrize("group", [1, 3, 8])
-def test_lead_column_schedule_puts_each_row_blocks_first_tile_first(tiles, cluster, raster, group):
-    # gemm_rmsnorm's shared row norms: column-0 tiles first, every tile once, and a row block's
-    # column-0 tile (its publisher) before every other tile of that row block.
-    sched = TileScheduler(SchedulePolicy(cluster, raster, group, lead_column=True), *tiles)
-    first_seen, seen = {}, []
-    for w in range(sched.num_work):
-        for x in range(cluster[0]):
-            for y in range(cluster[1]):
-                m, n = sched.tile_of_cta(w, x, y)
-                seen.append((m, n))
-                first_seen.setdefault(m, (n, w))
-    clusters_m = -(-tiles[0] // cluster[0])
-    assert len(seen) == len(set(seen))
-    assert {t for t in seen if t[0] < tiles[0] and t[1] < tiles[1]} == {
-        (m, n) for m in range(tiles[0]) for n in range(tiles[1])}
-    assert all(first_seen[m] == (0, m // cluster[0]) for m in range(tiles[0]))
-    assert [sched.cluster_tile(w)[1] for w in range(clusters_m)] == [0] * clusters_m
-
-
 def test_schedule_groups_consecutive_work():
     # Raster along M, group 4: the first 4 work items share M row 0 and walk 4 N columns.
     sched = TileScheduler(SchedulePolicy((1, 1), "m", 4), 8, 8)

@@ -23,7 +23,6 @@ VARIANTS = [
     ({"tile_n": 128, "cluster": (1, 1), "raster": "row"}, "bfloat16"),
     ({"pingpong": True}, "bfloat16"),
     ({"pingpong": True, "a_buffers": 1, "tile_n": 128, "cluster": (1, 2), "w_major": "k"}, "float16"),
-    ({"row_norms": "shared"}, "bfloat16"),
 ]
 
 
@@ -226,22 +225,3 @@ def test_squares_unpack_each_register_once_by_mask_and_shift():
     assert _idioms(bits.sass)["bf16_unpack"] == values // 2
     prmt = [sum(op == "PRMT" for op in opcodes_with_modifiers(ck.sass)) for ck in (cvt, bits)]
     assert prmt[0] - prmt[1] == values // 2
-
-
-def test_shared_row_norms_publish_read_and_skip_the_squares_behind_a_branch():
-    # row_norms="shared": the publisher's release store and the readers' acquire poll and count
-    # down are in the SASS; the per-tile default has none of them.
-    shape = {"M": 1000, "N": 1032, "K": 1000}
-    shared = fused.compile_gemm_rmsnorm({"row_norms": "shared"}, shape)
-    per_tile = fused.compile_gemm_rmsnorm({}, shape)
-    ops = opcodes_with_modifiers(shared.sass)
-    assert "REDG.E.ADD.S32.STRONG.GPU" in ops and "VOTE.ANY" in ops
-    assert sum(op == "LDG.E.STRONG.GPU" for op in ops) >= 3        # the poll and the two rstd
-    assert sum(op == "STG.E.STRONG.GPU" for op in ops) >= 3        # the two rstd and the count
-    assert not {op for op in opcodes_with_modifiers(per_tile.sass) if op.startswith(("REDG", "LDG", "STG"))}
-    # The same squares, once: under a branch, not duplicated per path.
-    assert _idioms(shared.sass)["bf16_unpack"] == _idioms(per_tile.sass)["bf16_unpack"]
-    with pytest.raises(fused.ConfigRejected):
-        fused.compile_gemm_rmsnorm({"row_norms": "shared", "pingpong": True}, shape)
-    with pytest.raises(fused.ConfigRejected):
-        fused.compile_gemm_rmsnorm({"row_norms": "always"}, shape)

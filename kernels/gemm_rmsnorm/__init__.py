@@ -49,8 +49,8 @@ from typing import Any, Callable
 
 from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
-    artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, fake_workspace,
-    gpu_available, launcher, max_active_clusters, to_cute)
+    artifact_options, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream, gpu_available,
+    launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected, KernelSpec
@@ -61,8 +61,6 @@ TILE_M = 128                # two consumer warpgroups of 64 rows
 PINGPONG_TILE_M = 64        # pingpong: one warpgroup's own tile
 TILE_K = 64                 # one 128-byte swizzle row of 16-bit data
 DEFAULT_EPS = 1e-6
-ROW_NORMS = ("per_tile", "shared")
-CONSUMER_THREADS = 256      # the two consumer warpgroups
 
 
 @dataclass(frozen=True)
@@ -79,8 +77,6 @@ class GemmRmsNormConfig(PersistentGemmConfig):
     a_buffers: int = 2                  # register buffers for the A operand (1: no overlap)
     pingpong: bool = False              # each consumer warpgroup its own 64-row tiles, taking turns
     square_unpack: str = "bits"         # bf16 -> fp32 for the squares: "bits" (mask, shift) or "cvt"
-    row_norms: str = "per_tile"         # "per_tile": every tile sums its rows' squares; "shared": a
-                                        # row block's first tile does and the others read its rstd
 
 
 def tile_m_of(cfg: GemmRmsNormConfig) -> int:
@@ -100,10 +96,6 @@ def ring_stages(cfg: GemmRmsNormConfig) -> int:
         raise ConfigRejected(f"pingpong must be true or false, got {cfg.pingpong!r}")
     if cfg.square_unpack not in ("cvt", "bits"):
         raise ConfigRejected(f"square_unpack must be 'cvt' or 'bits', got {cfg.square_unpack!r}")
-    if cfg.row_norms not in ROW_NORMS:
-        raise ConfigRejected(f"row_norms must be one of {ROW_NORMS}, got {cfg.row_norms!r}")
-    if cfg.row_norms == "shared" and cfg.pingpong:
-        raise ConfigRejected("row_norms='shared' is built for the cooperative schedule, not pingpong")
     cfg.schedule_policy()
     tile_m = tile_m_of(cfg)
     # pingpong: one set of epilogue buffers per warpgroup.
@@ -214,26 +206,11 @@ def _compiled(cfg: GemmRmsNormConfig, dtype: str, w_major: str, on_gpu: bool):
         # The kernel sees W as (N, K): a K x N row-major W is N-contiguous, an N x K weight K-contiguous.
         args = list(fake_gemm_operands(dtype, dtype, "k", w_major))
         stream = fake_stream()
-    workspace_args = []
-    if cfg.row_norms == "shared":
-        workspace_args = ([to_cute(t, leading_dim=0) for t in row_norm_workspace(256)] if on_gpu
-                          else list(fake_workspace()))
-
     def build():
-        return cute.compile(kernel, *args, cutlass.Float32(DEFAULT_EPS), 1, stream, *workspace_args,
+        return cute.compile(kernel, *args, cutlass.Float32(DEFAULT_EPS), 1, stream,
                             options=artifact_options("kernelscope-gemm-rmsnorm-"))
 
     return launch_cache.reusable("gemm_rmsnorm", (cfg, dtype, w_major), build) if on_gpu else build()
-
-
-def row_norm_workspace(M: int):
-    """row_norms='shared': the rstd slots and zeroed counters of a launch with M rows
-    (kernels/sm90/row_broadcast.py). The counters return to zero at the end of every launch."""
-    import torch
-    row_blocks = -(-M // TILE_M)
-    # Two rows per consumer thread; one counter per consumer warp.
-    return (torch.empty(row_blocks * 2 * CONSUMER_THREADS, dtype=torch.float32, device="cuda"),
-            torch.zeros(row_blocks * CONSUMER_THREADS // 32, dtype=torch.int32, device="cuda"))
 
 
 def compile_gemm_rmsnorm(config=None, shape=None, dtype: str = "bfloat16", arch: str = "sm_90a", *,
@@ -287,15 +264,9 @@ def bind_gemm_rmsnorm(cfg: GemmRmsNormConfig, inputs) -> Callable[[], Any]:
     compiled = _compiled(cfg, dtype, w_major, True)
     import cutlass
     eps = cutlass.Float32(float(inputs.get("eps", DEFAULT_EPS)))
-    args = [to_cute(x), to_cute(w_folded.t()), to_cute(out), eps,
-            max_active_clusters(tuple(cfg.cluster)), current_stream()]
-    workspace = ()
-    if cfg.row_norms == "shared":
-        workspace = row_norm_workspace(M)
-        args += [to_cute(t, leading_dim=0) for t in workspace]
-    launch = launcher(compiled, args)
-    launch.row_norm_workspace = workspace     # alive as long as the launcher
-    return launch
+    args = (to_cute(x), to_cute(w_folded.t()), to_cute(out), eps,
+            max_active_clusters(tuple(cfg.cluster)), current_stream())
+    return launcher(compiled, args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,7 +335,6 @@ GEMM_RMSNORM_SPEC = KernelSpec(
         "stages": [None, 3, 4],
         "a_buffers": [1, 2],
         "pingpong": [False, True],
-        "row_norms": list(ROW_NORMS),
     },
     expected_sass=["HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL"],
     tile=(TILE_M, 256),

@@ -1,9 +1,6 @@
 """The fused RMSNorm -> GEMM kernel class (see the package docstring for the design). Imports the
 DSL: kernels/gemm_rmsnorm/__init__.py imports this module only when it compiles."""
 
-import dataclasses
-import functools
-
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
@@ -18,7 +15,6 @@ from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.fragments import check_compact
 from kernelscope.kernels.sm90.pingpong import PingPongTurns
 from kernelscope.kernels.sm90.pipeline import RingPosition
-from kernelscope.kernels.sm90.row_broadcast import RowBlockBroadcast
 from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 from kernelscope.kernels.sm90.warp_specialized import WarpSpecializedGemm
 
@@ -34,19 +30,11 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         self.tile_mnk = (tile_m_of(cfg), cfg.tile_n, TILE_K)
         self.cluster_mn = tuple(cfg.cluster)
         self.policy = cfg.schedule_policy()
-        if cfg.row_norms == "shared":
-            # Every row block's publisher (its column-0 tile) in the first wave(s), so that
-            # readers rarely wait for a publisher running beside them.
-            self.policy = dataclasses.replace(self.policy, lead_column=True)
         self.threads = 128 * (1 + self.CONSUMER_WGS)
         self.consumer_threads = 128 * self.CONSUMER_WGS
         # pingpong: the turn to issue WGMMAs goes back and forth between the two warpgroups
         # (the waiter's 128 threads plus the other's arrival).
         self.turns = PingPongTurns(GemmBarrier.MMA_TURN_WG0, self.CONSUMER_WGS, threads=self.consumer_threads)
-        # row_norms="shared": each consumer thread's two rows' rstd, from a row block's first tile
-        # to its other tiles.
-        self.row_share = (RowBlockBroadcast(self.consumer_threads, 2) if cfg.row_norms == "shared"
-                          else None)
         if cfg.pingpong:
             # Warpgroup w (warps 4 + 4w .. 7 + 4w) stores through its own buffers and barrier,
             # so the two warpgroups' epilogues never wait on each other.
@@ -63,9 +51,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
 
     @cute.jit
     def __call__(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Float32,
-                 max_clusters: cutlass.Int32, stream, rstd_slots: cute.Tensor = None,
-                 row_counters: cute.Tensor = None):
-        """rstd_slots, row_counters: the workspace of row_norms="shared" (row_broadcast.py)."""
+                 max_clusters: cutlass.Int32, stream):
         w_layout = LayoutEnum.from_tensor(mW)
         x_layout = LayoutEnum.from_tensor(mX)
         # Cooperative: the two warpgroups split the 128-row tile; pingpong: one warpgroup
@@ -90,15 +76,14 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                                            c_buffers=self.CONSUMER_WGS if self.cfg.pingpong else 1)
         inv_k = cutlass.Float32(1.0) / cutlass.Float32(mX.shape[1])
         self.launch(self.kernel(tma_x, tX, tma_w, tW, tma_y, tY, tiled_mma, sX_layout, sW_layout, sY_layout,
-                                tiles_m, tiles_n, inv_k, eps, rstd_slots, row_counters), clusters, stream)
+                                tiles_m, tiles_n, inv_k, eps), clusters, stream)
 
     @cute.kernel
     def kernel(self, tma_x: cute.CopyAtom, mX: cute.Tensor, tma_w: cute.CopyAtom, mW: cute.Tensor,
                tma_y: cute.CopyAtom, mY: cute.Tensor, tiled_mma: cute.TiledMma,
                sX_layout: cute.ComposedLayout, sW_layout: cute.ComposedLayout,
                sY_layout: cute.ComposedLayout, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
-               inv_k: cutlass.Float32, eps: cutlass.Float32, rstd_slots: cute.Tensor,
-               row_counters: cute.Tensor):
+               inv_k: cutlass.Float32, eps: cutlass.Float32):
         tidx, warp_idx, lane, cta_m, cta_n, first_work, work_stride, cta_rank = self.thread_coordinates()
         self.prefetch_descriptors(warp_idx, (tma_x, tma_w, tma_y))
 
@@ -137,8 +122,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                                           cta_m, cta_n, first_work, work_stride)
             else:
                 self.consume(tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
-                             tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride,
-                             tiles_m, tiles_n, rstd_slots, row_counters)
+                             tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride)
 
     def consumer_operands(self, tiled_mma, sW, sX, tidx):
         """What a consumer thread `tidx` (its index among the threads of the MMA) works with: W'
@@ -165,8 +149,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
 
     @cute.jit
     def consume(self, tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
-                ctidx, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride,
-                tiles_m, tiles_n, rstd_slots, row_counters):
+                ctidx, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride):
         tCrW, bufs, s2r, tXsX, views, acc, k_blocks, values_per_block, rows_per_thread = \
             self.consumer_operands(tiled_mma, sW, sX, ctidx)
 
@@ -181,38 +164,14 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
             acc.fill(0.0)
             sumsq.fill(0.0)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-            if cutlass.const_expr(self.row_share is None):
-                position, prev_stage = self.main_loop(
-                    tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
-                    signals, dst, k_blocks, values_per_block, rows_per_thread)
-                cute.nvgpu.warpgroup.wait_group(0)
-                if k_tiles > 0:
-                    ring.consumer_release(prev_stage, signals, dst)
-                self.row_rstd(sumsq, inv_k, eps, rows_per_thread)
-            else:
-                # The row block's first tile in every raster order is its column tile 0: it sums
-                # the squares and publishes rstd; the block's other tiles skip the squares and
-                # read it. Both happen while the tile's last WGMMA group runs.
-                publisher = tn == 0
-                reader = (tn > 0) & (tn < tiles_n) & (tm < tiles_m)
-                # Two k-tiles before the end: the loads' latency hides under the last WGMMAs (the
-                # publisher ran a wave earlier, so its rstd is there).
-                read_rstd = functools.partial(self.read_rstd_if, reader, sumsq, rstd_slots, row_counters,
-                                              tm, ctidx, lane)
-                position, prev_stage = self.main_loop(
-                    tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
-                    signals, dst, k_blocks, values_per_block, rows_per_thread, squares=publisher,
-                    before_last_k_tiles=read_rstd)
-                if publisher & (tm < tiles_m):
-                    self.row_rstd(sumsq, inv_k, eps, rows_per_thread)
-                    if tiles_n > 1:
-                        self.row_share.publish(sumsq, rstd_slots, row_counters, tm, tiles_n - 1,
-                                               ctidx, lane)
-                cute.nvgpu.warpgroup.wait_group(0)
-                if k_tiles > 0:
-                    ring.consumer_release(prev_stage, signals, dst)
+            position, prev_stage = self.main_loop(
+                tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
+                signals, dst, k_blocks, values_per_block, rows_per_thread)
+            cute.nvgpu.warpgroup.wait_group(0)
+            if k_tiles > 0:
+                ring.consumer_release(prev_stage, signals, dst)
 
-            self.scale_by_rstd(acc, sumsq, rows_per_thread)
+            self.scale_rows(acc, sumsq, inv_k, eps, rows_per_thread)
 
             self.epilogue.store_tile(tma_y, tiled_r2s, thr_r2s, acc, sY,
                                      gY[(None, None, tm, tn)], warp_idx)
@@ -259,8 +218,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
             # The next k-tiles in the ring are the other warpgroup's tile.
             position.advance_by(k_tiles)
 
-            self.row_rstd(sumsq, inv_k, eps, rows_per_thread)
-            self.scale_by_rstd(acc, sumsq, rows_per_thread)
+            self.scale_rows(acc, sumsq, inv_k, eps, rows_per_thread)
 
             self.wg_epilogues[wg].store_tile(tma_y, tiled_r2s, thr_r2s, acc, sY, gY[(None, None, tm, tn)],
                                              warp_idx)
@@ -270,83 +228,65 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
     @cute.jit
     def main_loop(self, tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles,
                   position: RingPosition, signals, dst, k_blocks: cutlass.Constexpr,
-                  values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr, squares=True,
-                  before_last_k_tiles=None):
+                  values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr):
         """Every k-tile of one output tile (k_tile each), alternating the A buffers when there
         are two (unrolled by two, so the buffer index is a trace-time constant). Returns the ring
-        position after the tile and the stage still to release. `squares`: whether the tile sums
-        its rows' squares (True, or a run-time flag); `before_last_k_tiles`: called once, before
-        the last two or three k-tiles are issued (before all of them when there are fewer)."""
+        position after the tile and the stage still to release."""
         prev_stage = position.index
         if cutlass.const_expr(self.cfg.a_buffers == 2):
-            # The pair of k-tiles (k even) at which the hook runs.
-            hook_at = cutlass.max((k_tiles - 2) // 2 * 2, 0)
             k = cutlass.Int32(0)
             while k < k_tiles:
-                if cutlass.const_expr(before_last_k_tiles is not None):
-                    if k == hook_at:
-                        before_last_k_tiles()
                 position, prev_stage = self.k_tile(
                     tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
-                    position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread, squares)
+                    position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread)
                 if k + 1 < k_tiles:
                     position, prev_stage = self.k_tile(
                         tiled_mma, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
-                        position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread, squares)
+                        position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread)
                 k += 2
         else:
-            hook_at = cutlass.max(k_tiles - 2, 0)
             for k in range(k_tiles):
-                if cutlass.const_expr(before_last_k_tiles is not None):
-                    if k == hook_at:
-                        before_last_k_tiles()
                 # One buffer: the WGMMAs still reading it must finish before it is refilled.
                 cute.nvgpu.warpgroup.wait_group(0)
                 position, prev_stage = self.k_tile(
                     tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
-                    position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread, squares)
+                    position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread)
         return position, prev_stage
 
     @cute.jit
-    def read_rstd_if(self, reader, rstd, rstd_slots, row_counters, tm, ctidx, lane):
-        """row_norms="shared": a reader tile's rstd from its row block's publisher."""
-        if reader:
-            self.row_share.read(rstd, rstd_slots, row_counters, tm, ctidx, lane)
-
-    @cute.jit
-    def row_rstd(self, sumsq, inv_k, eps, rows_per_thread: cutlass.Constexpr):
-        """The partial sums of squares in `sumsq` -> rstd of the thread's rows, in place (the
-        lanes of a quad hold the 4 column slices of the same two rows)."""
+    def scale_rows(self, acc, sumsq, inv_k, eps, rows_per_thread: cutlass.Constexpr):
+        """rstd per row (the lanes of a quad hold the 4 column slices of the same two rows),
+        then every accumulator times its row's rstd."""
         for i in cutlass.range_constexpr(2 * rows_per_thread):
             s = sumsq[i]
             s = s + cute.arch.shuffle_sync_bfly(s, offset=1)
             s = s + cute.arch.shuffle_sync_bfly(s, offset=2)
             sumsq[i] = cute.math.rsqrt(s * inv_k + eps, fastmath=False)
-
-    @cute.jit
-    def scale_by_rstd(self, acc, rstd, rows_per_thread: cutlass.Constexpr):
-        """Every accumulator times its row's rstd."""
         acc_values = cute.size(acc, mode=[0])
         for m in cutlass.range_constexpr(rows_per_thread):
             for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
                 for v in cutlass.range_constexpr(acc_values):
-                    acc[v, m, n] = acc[v, m, n] * rstd[2 * m + self.c_half[v]]
+                    acc[v, m, n] = acc[v, m, n] * sumsq[2 * m + self.c_half[v]]
 
     @cute.jit
     def k_tile(self, tiled_mma, s2r, tXsX, view, buf, tCrW, acc, sumsq, ring, k,
                position: RingPosition, prev_stage, signals, dst, k_blocks: cutlass.Constexpr,
-               values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr, squares=True):
-        """One k-tile: X slice smem -> registers, its squares into sumsq (when `squares`),
-        WGMMAs from the registers, release of the stage before. Returns the advanced position and
-        the stage to release next."""
+               values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr):
+        """One k-tile: X slice smem -> registers, its squares into sumsq, WGMMAs from the
+        registers, release of the stage before. Returns the advanced position and the stage to
+        release next."""
         stage = position.index
         ring.consumer_wait(stage, position.phase)
         cute.copy(s2r, tXsX[(None, None, None, stage)], view)
-        if cutlass.const_expr(squares is True):
-            self.add_squares(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
+        if cutlass.const_expr(self.cfg.square_unpack == "bits" and self.dtype == cutlass.BFloat16):
+            self.add_squares_by_words(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
         else:
-            if squares:
-                self.add_squares(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
+            for kb in cutlass.range_constexpr(k_blocks):
+                for m in cutlass.range_constexpr(rows_per_thread):
+                    for v in cutlass.range_constexpr(values_per_block):
+                        x = buf[v, m, kb].to(cutlass.Float32)
+                        i = 2 * m + self.a_half[v]
+                        sumsq[i] = sumsq[i] + x * x
         cute.nvgpu.warpgroup.fence()
         for kb in cutlass.range_constexpr(k_blocks):
             cute.gemm(tiled_mma, acc, buf[(None, None, kb)], tCrW[(None, None, kb, stage)], acc)
@@ -358,20 +298,6 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
             ring.consumer_release(prev_stage, signals, dst)
         position.advance()
         return position, stage
-
-    @cute.jit
-    def add_squares(self, buf, sumsq, k_blocks: cutlass.Constexpr, values_per_block: cutlass.Constexpr,
-                    rows_per_thread: cutlass.Constexpr):
-        """The squares of a k-tile's A registers into sumsq."""
-        if cutlass.const_expr(self.cfg.square_unpack == "bits" and self.dtype == cutlass.BFloat16):
-            self.add_squares_by_words(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
-        else:
-            for kb in cutlass.range_constexpr(k_blocks):
-                for m in cutlass.range_constexpr(rows_per_thread):
-                    for v in cutlass.range_constexpr(values_per_block):
-                        x = buf[v, m, kb].to(cutlass.Float32)
-                        i = 2 * m + self.a_half[v]
-                        sumsq[i] = sumsq[i] + x * x
 
     @cute.jit
     def add_squares_by_words(self, buf, sumsq, k_blocks: cutlass.Constexpr, values_per_block: cutlass.Constexpr,

@@ -34,8 +34,6 @@ class SchedulePolicy:
     raster: str = "m"        # "m": consecutive work moves along M (B tile reused); "n": along N;
                              # "morton": Z-order inside group x group blocks
     group: int = 8           # panel width in cluster tiles along the minor dimension (morton: block side)
-    lead_column: bool = False  # cluster-tile column 0 first (top to bottom), then the raster over the
-                               # other columns: every row block's first tile runs before the rest
 
     def validate(self) -> str | None:
         """None when the policy is usable, otherwise the reason it is not."""
@@ -45,8 +43,6 @@ class SchedulePolicy:
             return f"raster group size must be a positive integer, got {self.group!r}"
         if self.raster == "morton" and (self.group & (self.group - 1) or self.group > 16):
             return f"morton order needs a power-of-two block side of at most 16, got {self.group}"
-        if self.lead_column and self.raster == "morton":
-            return "a lead column is built for the row and column orders, not morton"
         cm, cn = self.cluster_mn
         if cm < 1 or cn < 1 or cm * cn > 4 or (cm & (cm - 1)) or (cn & (cn - 1)):
             return f"cluster {self.cluster_mn} is not supported (powers of two, at most 4 CTAs)"
@@ -107,29 +103,16 @@ class TileScheduler:
         """Work index -> (cluster tile along M, cluster tile along N)."""
         if self.policy.raster == "morton":
             return self._morton_tile(work)
-        if self.policy.lead_column:
-            # Column 0 top to bottom, then the raster over columns 1.. as a grid of its own.
-            in_lead = work < self.clusters_m
-            rest_m, rest_n = self._raster_tile(work - self.clusters_m, self.clusters_n - 1)
-            return (_select(in_lead, work, rest_m), _select(in_lead, 0, rest_n + 1))
-        return self._raster_tile(work, self.clusters_n)
-
-    def _raster_tile(self, work, clusters_n):
-        """The row or column raster over clusters_m x clusters_n cluster tiles."""
         if self.policy.raster == "m":
-            major_extent, minor_extent = self.clusters_m, clusters_n
+            major_extent, minor_extent = self.clusters_m, self.clusters_n
         else:
-            major_extent, minor_extent = clusters_n, self.clusters_m
+            major_extent, minor_extent = self.clusters_n, self.clusters_m
         group = self.policy.group
         per_panel = group * major_extent
-        if self.policy.lead_column:
-            per_panel = cutlass.max(per_panel, 1)      # no columns beside the lead one: unused
         panel = work // per_panel
         within = work - panel * per_panel
         # The last panel may be narrower than `group`.
         width = cutlass.min(minor_extent - panel * group, group)
-        if self.policy.lead_column:
-            width = cutlass.max(width, 1)
         minor = panel * group + within % width
         major = within // width
         if self.policy.raster == "m":

@@ -149,3 +149,32 @@ def test_corrupt_xz_is_one_clear_error(tmp_path):
     bad.write_bytes(b"not xz at all")
     with pytest.raises(UserError, match="not a valid xz file"):
         load_report(bad)
+
+
+def test_a_report_read_again_is_parsed_once_and_each_call_gets_its_own_copy(fixture_file, tmp_path, monkeypatch):
+    # ncu_report keeps each parsed report in memory for the process's life, so a file read again
+    # must not be parsed again; callers may still change what they get.
+    import os
+    import shutil
+
+    from kernelscope.profiler import report
+
+    path = tmp_path / "copy.ncu-rep"
+    shutil.copy(fixture_file(FULL), path)
+    parses = []
+    real = report._load_report_uncached
+    monkeypatch.setattr(report, "_load_report_uncached", lambda *a, **k: parses.append(a) or real(*a, **k))
+    first = load_report(path)
+    first[1].metrics.clear()
+    second = load_report(path)
+    assert len(parses) == 1
+    assert second[1].metrics and second[1].name == first[1].name and second[1] is not first[1]
+    load_report(path, lines=True)                 # other options: parsed
+    assert len(parses) == 2
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))   # the file changed
+    assert load_report(path)[1].metrics
+    assert len(parses) == 3
+    load_report(path, lines=lambda p: True)       # a predicate: never cached
+    load_report(path, lines=lambda p: True)
+    assert len(parses) == 5

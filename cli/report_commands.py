@@ -15,7 +15,7 @@ from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.selection import lines_for, resolve_one, select_profiles, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
-from kernelscope.profiler.units import FULL_NAMES
+from kernelscope.profiler.units import FULL_NAMES, kernel_label
 from kernelscope.rules.diagnosis import diagnose
 
 FORMATS = ("table", "json", "csv", "markdown", "brief")
@@ -61,10 +61,13 @@ def _emit(text: str) -> None:
               help="Where the time goes in the source: the hottest lines with stall samples by reason, executed "
                    "instructions and their SASS (needs SourceCounters; line information for Python lines).")
 @click.option("--top", "top", default=15, show_default=True, help="Lines to list with --lines.")
+@click.option("--timeline", "timeline", is_flag=True,
+              help="The launch over time: ncu's PM samples (tensor pipe, issue, DRAM, L2 every ~1.5 us) with its "
+                   "ramp, plateau and tail (needs the PmSampling section).")
 @_catalog_option
 @_tokens_option
 @full_names_option
-def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files, tokens):
+def show(report, regex, views, fmt, group_nvtx, full, lines, top, timeline, catalog_files, tokens):
     """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
 
     REPORT may carry a selector: FILE.ncu-rep:REGEX or FILE.ncu-rep:@INDEX. When more
@@ -72,6 +75,10 @@ def show(report, regex, views, fmt, group_nvtx, full, lines, top, catalog_files,
     narrow with -k, or pass --full.
     """
     path, selector = split_spec(report)
+    if timeline and lines:
+        raise UserError("--timeline and --lines are two views: give one of them")
+    if timeline:
+        return _show_timeline(path, regex or selector, fmt, group_nvtx)
     if lines:
         return _show_lines(path, regex or selector, fmt, group_nvtx, top)
     catalog = load_catalog(catalog_files)
@@ -126,6 +133,37 @@ def _show_lines(path: str, selector: str | None, fmt: str, group_nvtx: str | Non
     for p in profiles:
         line_view.print_line_profile(console, f"[{p.index}] {p.name}", p.source_lines, limit=top)
         console.print()
+
+
+def _show_timeline(path: str, selector: str | None, fmt: str, group_nvtx: str | None) -> None:
+    from kernelscope.reports import timeline as timeline_view
+
+    if fmt not in ("table", "json"):
+        raise UserError(f"--timeline prints a table or JSON, not {fmt}")
+    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx, timeline=True), selector, path)
+    require_timeline(profiles, path)
+    if fmt == "json":
+        doc = structured.show_document(path, [(p, {}) for p in profiles], {})
+        for entry, p in zip(doc["kernels"], profiles):
+            entry["timeline"] = p.timeline.to_dict()
+        _emit(structured.dumps(doc))
+        return
+    console = terminal.make_console()
+    for p in profiles:
+        timeline_view.print_timeline(console, p)
+        console.print()
+
+
+def require_timeline(profiles: list[KernelProfile], path: str) -> None:
+    """Every selected launch must carry PM samples: one clear line otherwise."""
+    for p in profiles:
+        if p.timeline is not None:
+            continue
+        if p.launches > 1:
+            raise UserError(f"{path}: {kernel_label(p)} groups {p.launches} launches and a timeline is one launch's: "
+                            "show it without --group-nvtx")
+        raise UserError(f"{path}: no PM samples for [{p.index}] {kernel_label(p)}: collect ncu's PmSampling section "
+                        "(`kernelscope profile ... --section PmSampling` or `--set full`)")
 
 
 def require_lines(profiles: list[KernelProfile], path: str) -> None:

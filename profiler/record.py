@@ -98,14 +98,18 @@ class KernelProfile:
     # Per-source-line records (profiler.source_lines.LineProfile), read only when asked for
     # (`show --lines`); kept out of to_dict: documents carry them under their own schema.
     source_lines: Any = field(default=None, repr=False, compare=False)
+    # PM samples over the launch (profiler.timeline.Timeline), read only when asked for
+    # (`show --timeline`); kept out of to_dict like the per-line records.
+    timeline: Any = field(default=None, repr=False, compare=False)
 
     def value(self, metric: str) -> float | int | str | None:
         m = self.metrics.get(metric)
         return None if m is None else m.value
 
     def to_dict(self, include_metrics: bool = True) -> dict[str, Any]:
-        d = asdict(replace(self, source_lines=None))
+        d = asdict(replace(self, source_lines=None, timeline=None))
         d.pop("source_lines")
+        d.pop("timeline")
         if not include_metrics:
             d.pop("metrics")
         return d
@@ -114,6 +118,7 @@ class KernelProfile:
     def from_dict(cls, d: dict[str, Any]) -> "KernelProfile":
         d = dict(d)
         d.pop("source_lines", None)
+        d.pop("timeline", None)
         d["device"] = DeviceInfo(**d.get("device") or {})
         d["session"] = Session(**d.get("session") or {})
         d["metrics"] = {k: Metric(**v) for k, v in (d.get("metrics") or {}).items()}

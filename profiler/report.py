@@ -104,6 +104,7 @@ def load_report(
     *,
     group_nvtx_prefix: str | None = None,
     lines: "bool | Callable[[KernelProfile], bool]" = False,
+    timeline: bool = False,
 ) -> list[KernelProfile]:
     """One KernelProfile per profiled kernel launch, in report order.
 
@@ -111,17 +112,18 @@ def load_report(
     with the prefix are merged into one profile per range (kind "nvtx-range"); launches
     outside such ranges stay single. With `lines`, each profile also gets its per-source-line
     records (`source_lines`); a predicate instead of True picks the launches that get them
-    (reading a kernel's SASS costs a disassembly).
+    (reading a kernel's SASS costs a disassembly). With `timeline`, each also gets its PM samples
+    over time (`timeline`, profiler.timeline.Timeline; None where the report has none).
 
     A file read before in this process, unchanged (same size and modification time) and with
     the same options, is not parsed again: the call returns a fresh copy of the profiles.
     """
     path = Path(path)
-    key = _parse_key(path, group_nvtx_prefix, lines)
+    key = _parse_key(path, group_nvtx_prefix, lines, timeline)
     if key is not None and key in _parsed:
         _parsed.move_to_end(key)
         return copy.deepcopy(_parsed[key])
-    profiles = _load_report_uncached(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines)
+    profiles = _load_report_uncached(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines, timeline=timeline)
     if key is not None:
         _parsed[key] = copy.deepcopy(profiles)
         while len(_parsed) > _PARSED_CACHE_SIZE:
@@ -129,7 +131,7 @@ def load_report(
     return profiles
 
 
-def _parse_key(path: Path, group_nvtx_prefix, lines) -> tuple | None:
+def _parse_key(path: Path, group_nvtx_prefix, lines, timeline: bool) -> tuple | None:
     """The cache key of a load: None (not cached) for a predicate `lines` or a path that cannot
     be stat'ed (the uncached load then reports the error)."""
     if not isinstance(lines, bool):
@@ -139,7 +141,7 @@ def _parse_key(path: Path, group_nvtx_prefix, lines) -> tuple | None:
         resolved = path.resolve()
     except OSError:
         return None
-    return (str(resolved), st.st_size, st.st_mtime_ns, group_nvtx_prefix, lines)
+    return (str(resolved), st.st_size, st.st_mtime_ns, group_nvtx_prefix, lines, timeline)
 
 
 def _load_report_uncached(
@@ -147,11 +149,13 @@ def _load_report_uncached(
     *,
     group_nvtx_prefix: str | None = None,
     lines: "bool | Callable[[KernelProfile], bool]" = False,
+    timeline: bool = False,
 ) -> list[KernelProfile]:
     if path.suffix == ".xz":
         # Recorded reports are kept xz-compressed; ncu_report reads only plain files.
         with decompressed(path, ".ncu-rep") as plain:
-            profiles = _load_report_uncached(plain, group_nvtx_prefix=group_nvtx_prefix, lines=lines)
+            profiles = _load_report_uncached(plain, group_nvtx_prefix=group_nvtx_prefix, lines=lines,
+                                             timeline=timeline)
         for p in profiles:
             p.source = str(path)
         return profiles
@@ -173,6 +177,10 @@ def _load_report_uncached(
                 from kernelscope.profiler.report_lines import lines_from_action
 
                 profile.source_lines = lines_from_action(action, profile.name)
+            if timeline:
+                from kernelscope.profiler.timeline import read_timeline
+
+                profile.timeline = read_timeline(action)
             profiles.append(profile)
     if not profiles:
         raise UserError(f"{path}: the report holds no profiled kernels")

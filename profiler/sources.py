@@ -15,15 +15,19 @@ SHOW_SCHEMA = "kernelscope.show"
 SHOW_SCHEMA_VERSION = 1
 
 
-def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lines=False) -> list[KernelProfile]:
+def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lines=False,
+                  timeline: bool = False) -> list[KernelProfile]:
     """Profiles from a .ncu-rep or a kernelscope JSON file, either one possibly .xz-compressed.
-    With `lines`, each gets its per-source-line records where the input holds them."""
+    With `lines`, each gets its per-source-line records where the input holds them; with
+    `timeline`, its PM samples (only a report holds them)."""
     path = Path(path)
     if path.name.endswith(".json.xz"):
+        _refuse_timeline(path, timeline)
         with decompressed(path, ".json") as plain:
             profiles = _load_json(plain)
         return profiles
     if path.suffix == ".json":
+        _refuse_timeline(path, timeline)
         return _load_json(path)
     if path.exists() and path.is_file() and path.suffix != ".xz":
         try:
@@ -32,10 +36,17 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lin
         except OSError as e:
             raise UserError(f"{path}: cannot read ({e.strerror or e})") from None
         if head.lstrip().startswith(b"{"):
+            _refuse_timeline(path, timeline)
             return _load_json(path)
         if not head.startswith(REPORT_MAGIC):
             raise UserError(f"{path}: not an Nsight Compute report (.ncu-rep) or kernelscope JSON file")
-    return load_report(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines)
+    return load_report(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines, timeline=timeline)
+
+
+def _refuse_timeline(path: Path, timeline: bool) -> None:
+    # A kernelscope JSON file keeps the profiles' totals; the PM samples stay in the report.
+    if timeline:
+        raise UserError(f"{path}: a kernelscope JSON file holds no PM samples; a timeline needs the .ncu-rep report")
 
 
 def load_profile_run(path: str | Path, lines: bool = False) -> tuple[KernelProfile | None, KernelProfile | None, list[KernelProfile]]:

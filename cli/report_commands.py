@@ -215,6 +215,9 @@ def rules_in_effect(rule_files, disabled, catalog) -> str | None:
               help="Compare where the time goes in the source: per line when both kernels come from one source "
                    "file, per source file and opcode class otherwise.")
 @click.option("--top", "top", default=20, show_default=True, help="Lines to list with --lines.")
+@click.option("--timeline", "timeline", is_flag=True,
+              help="Also compare the launches' phases from ncu's PM samples (plateau, ramp, tail, active span; "
+                   "needs the PmSampling section in both reports).")
 @click.option("--github", "github", is_flag=True,
               help="Also print GitHub Actions annotations (::warning file=...,line=...) for findings located at lines.")
 @click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None,
@@ -222,8 +225,8 @@ def rules_in_effect(rule_files, disabled, catalog) -> str | None:
 @_tokens_option
 @full_names_option
 @force_option
-def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, github, sarif_path, tokens,
-         force):
+def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, timeline, github, sarif_path,
+         tokens, force):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 
     A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
@@ -234,17 +237,23 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
     check_output_file(sarif_path, force, "SARIF file")
     from kernelscope.rules.line_locations import attach_locations
 
+    if timeline and fmt not in ("table", "json"):
+        raise UserError(f"--timeline prints a table or JSON, not {fmt}")
     if b is None:
         path, selector = split_spec(a)
-        profiles = select_profiles(load_profiles(path, lines=lines_for(selector)), selector, path)
+        profiles = select_profiles(load_profiles(path, lines=lines_for(selector), timeline=timeline), selector, path)
         if len(profiles) != 2:
             raise UserError(f"diff with one report needs exactly two kernels there; {path} has {len(profiles)} matching (give A and B)")
         first, second = profiles
     else:
-        first, second = resolve_one(a, "A", lines=True), resolve_one(b, "B", lines=True)
+        first = resolve_one(a, "A", lines=True, timeline=timeline)
+        second = resolve_one(b, "B", lines=True, timeline=timeline)
     if lines:
         require_lines([first], a)
         require_lines([second], b or a)
+    if timeline:
+        require_timeline([first], split_spec(a)[0])
+        require_timeline([second], split_spec(b or a)[0])
     catalog = load_catalog(catalog_files)
     comparison = compare(first, second, catalog, list(views) or None, top_opcodes)
     # B is A's reference: the rules compare A alone and A against B.
@@ -269,6 +278,8 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
         if line_comparison is not None:
             extra["lines"] = {"comparison": line_comparison.to_dict(top),
                               "a": first.source_lines.to_dict(), "b": second.source_lines.to_dict()}
+        if timeline:
+            extra["timelines"] = {"a": first.timeline.to_dict(), "b": second.timeline.to_dict()}
         _emit(structured.dumps(structured.diff_document(comparison, extra)))
     elif fmt == "brief":
         from kernelscope.api.digest import digest
@@ -293,6 +304,10 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
         console = terminal.make_console()
         findings.print_headline(comparison, result, console)
         terminal.print_comparison(comparison, console)
+        if timeline:
+            from kernelscope.reports import timeline as timeline_view
+
+            timeline_view.print_phase_comparison(console, first, second)
         findings.print_findings(result.findings, console, result.not_evaluated, result)
         if in_effect:
             console.print(in_effect, style="dim", overflow="fold")

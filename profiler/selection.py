@@ -86,11 +86,13 @@ def lines_for(selector: str | None, group_nvtx: str | None = None):
                           or any(regex.search(r) for r in p.nvtx_ranges))
 
 
-def resolve_one(spec: str, role: str, lines: bool = False) -> KernelProfile:
+def resolve_one(spec: str, role: str, lines: bool = False, timeline: bool = False) -> KernelProfile:
     """The one kernel `FILE[:SELECTOR]` names; a UserError listing them when it names several.
-    With `lines`, it carries its per-line records where the input has them."""
+    With `lines`, it carries its per-line records where the input has them; with `timeline`, its
+    PM samples (an .ncu-rep only)."""
     path, selector = split_spec(spec)
-    profiles = select_profiles(load_profiles(path, lines=lines_for(selector) if lines else False), selector, path)
+    profiles = select_profiles(load_profiles(path, lines=lines_for(selector) if lines else False, timeline=timeline),
+                               selector, path)
     if len(profiles) != 1:
         names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])
         more = f", ... ({len(profiles)} in all)" if len(profiles) > 6 else ""

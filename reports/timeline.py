@@ -60,3 +60,27 @@ def print_timeline(console: Console, profile: KernelProfile) -> None:
     if timeline.left_out:
         console.print(Text(f"  left out (sampled in another replay pass, on other timestamps): "
                            f"{', '.join(timeline.left_out)}", style="dim"))
+
+
+def print_phase_comparison(console: Console, a: KernelProfile, b: KernelProfile) -> None:
+    """The phases of A and B side by side (`diff --timeline`). A difference under one sampling
+    interval is not resolved, so the spans are compared in whole intervals."""
+    pa, pb = phases(a.timeline), phases(b.timeline)
+    if pa is None or pb is None:
+        console.print("Timeline: n/a (a launch without tensor-pipe or issue activity in its PM samples)", style="dim")
+        return
+    interval = max(pa.interval_us, pb.interval_us)
+    table = report_table(f"Phases (PM samples every {interval:g} us)", "Phase", "A", "B", "A - B")
+    rows = [(f"plateau of {pa.series} (%)" if pa.series == pb.series else "plateau (%)", pa.plateau, pb.plateau, 2),
+            ("ramp (us)", pa.ramp_us, pb.ramp_us, 1),
+            ("tail (us)", pa.tail_us, pb.tail_us, 1),
+            ("active span (us)", pa.active_span_us, pb.active_span_us, 1)]
+    for label, x, y, digits in rows:
+        change = round(x - y, digits) + 0.0            # + 0.0: no "-0.00"
+        table.add_row(label, f"{x:.{digits}f}", f"{y:.{digits}f}", f"{change:+.{digits}f}")
+    console.print(table)
+    if pa.series != pb.series:
+        console.print("  the two phases come from different series: compare their spans, not their plateaus",
+                      style="dim")
+    console.print(f"  spans are whole sampling intervals: a difference under {interval:g} us is not resolved",
+                  style="dim")

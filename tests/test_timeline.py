@@ -162,3 +162,24 @@ def test_loading_a_json_source_with_timeline_is_refused(tmp_path, fixture_file):
     assert len(load_profiles(path)) == 2
     with pytest.raises(UserError, match="needs the .ncu-rep report"):
         load_profiles(path, timeline=True)
+
+
+def test_diff_timeline_puts_the_phases_side_by_side(fixture_file):
+    result = run("diff", fixture_file(PM), "--timeline")
+    assert result.exit_code == 0, result.output
+    rows = {r[0]: r[1:] for r in ([c.strip() for c in line.split("│")] for line in result.output.splitlines()
+                                  if line.count("│") == 3)}
+    # A: the add (issue series), B: cuBLAS (tensor-pipe series)
+    assert rows["ramp (us)"] == ["1.5", "3.0", "-1.5"] and rows["tail (us)"] == ["3.0", "45.0", "-42.0"]
+    assert rows["active span (us)"] == ["55.5", "174.0", "-118.5"]
+    assert "different series" in result.output and "under 1.5 us is not resolved" in result.output
+    doc = json.loads(run("diff", fixture_file(PM), "--timeline", "--format", "json").output)
+    assert [doc["timelines"][k]["phases"]["series"] for k in "ab"] == ["issue_pct", "tensor_pipe_pct"]
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((SCHEMA.parent / "diff.schema.json").read_text())
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, errors[0].message
+    for args, message in (([fixture_file(WITHOUT_PM)], "no PM samples for [0] HopperGemm"),
+                          ([fixture_file(PM), "--format", "csv"], "--timeline prints a table or JSON, not csv")):
+        bad = run("diff", *args, "--timeline")
+        assert bad.exit_code == 2 and message in bad.stderr and bad.stderr.count("\n") == 1

@@ -15,6 +15,7 @@ the floor of the bytes the profiled launch moved.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Mapping
 
 from kernelscope.profiler import launch_probe
@@ -22,6 +23,10 @@ from kernelscope.profiler import timing_checks as tc
 from kernelscope.profiler.timing import Timing, time_callable
 
 FRESH_SETS = 3        # distinct input sets rotated: consecutive launches never read the same values
+# Every rotation draws sets that no earlier rotation in this process drew. The bound tensors still
+# hold the last set of the one before (the target's when its reference is timed, one config's in a
+# sweep), and a new set equal to it would read as inputs that are not fresh, in about one run of three.
+_rotations = itertools.count(1)
 
 
 def fresh_inputs(spec, shape: Mapping[str, int], dtype: str, seed: int, inputs: dict[str, Any],
@@ -32,8 +37,9 @@ def fresh_inputs(spec, shape: Mapping[str, int], dtype: str, seed: int, inputs: 
     # Only new sets: whatever was computed from the original inputs before timing is stale.
     device = str(inputs[names[0]].device) if names else "cuda"
     pool = []
+    rotation = next(_rotations)
     for j in range(1, sets + 1):
-        other = spec.make_inputs(shape, dtype, seed + 7919 * j, device)
+        other = spec.make_inputs(shape, dtype, seed + 7919 * (j + sets * rotation), device)
         pool.append({k: other[k] for k in names})
     neighbours = [inputs] + pool
     varying = [k for k in names

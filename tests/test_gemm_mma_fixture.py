@@ -72,3 +72,17 @@ def test_uncoalesced_epilogue_stores_claim_only_their_share_of_the_memory_traffi
     d = diagnose(p, cublas)
     uncoalesced = next(f for f in d.findings if f.rule_id == "uncoalesced-global-access")
     assert uncoalesced.explains < 0.25 and d.main_reason is None
+
+
+def test_uncoalesced_accesses_that_are_a_sliver_of_the_traffic_are_not_reported(launches):
+    """The same stores as a thousandth of the sectors requested from L2 (a flag polled by a few
+    warps beside a GEMM's TMA traffic): most of their sectors wasted, none of the time."""
+    import copy
+
+    from kernelscope.profiler.record import Metric
+
+    p = copy.deepcopy(launches[0])
+    name = "lts__t_sectors_srcunit_tex.sum"
+    lsu = sum(_value(p, f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum") for op in ("ld", "st"))
+    p.metrics[name] = Metric(lsu * 1000.0, p.metrics[name].unit)
+    assert "uncoalesced-global-access" not in {f.rule_id for f in evaluate_all(p).findings}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
 import importlib
 import lzma
 import math
+import pickle
 import os
 import re
 import shlex
@@ -94,9 +94,11 @@ def _ncu_install_roots() -> Iterable[Path]:
 # ncu_report keeps what it read of a report for the life of the process: ~17 MB for a 2 MB
 # full-set report (H100, ncu 2025.3), freed neither with the context nor with its objects. A file
 # read again (tests, a notebook re-running a cell, a batch that revisits a baseline) is therefore
-# parsed once per process, and each call gets its own copy of the profiles.
+# parsed once per process, and each call gets its own copy of the profiles. The copy kept is a
+# pickle: for a 242-launch report, 0.07 s to store and 0.18 s to read back, where a deep copy took
+# 0.42 s on every load, the first included (against a 0.6 s parse).
 _PARSED_CACHE_SIZE = 32
-_parsed: "collections.OrderedDict[tuple, list[KernelProfile]]" = collections.OrderedDict()
+_parsed: "collections.OrderedDict[tuple, bytes]" = collections.OrderedDict()
 
 
 def load_report(
@@ -122,10 +124,10 @@ def load_report(
     key = _parse_key(path, group_nvtx_prefix, lines, timeline)
     if key is not None and key in _parsed:
         _parsed.move_to_end(key)
-        return copy.deepcopy(_parsed[key])
+        return pickle.loads(_parsed[key])
     profiles = _load_report_uncached(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines, timeline=timeline)
     if key is not None:
-        _parsed[key] = copy.deepcopy(profiles)
+        _parsed[key] = pickle.dumps(profiles, protocol=pickle.HIGHEST_PROTOCOL)
         while len(_parsed) > _PARSED_CACHE_SIZE:
             _parsed.popitem(last=False)
     return profiles

@@ -11,6 +11,7 @@
 // are selected by name: REPORT:^uncoalesced_slow$.
 #include "harness.cuh"
 #include "corpus_set2.cuh"  // the second set of pairs (reports/planted-set2.ncu-rep.xz)
+#include "corpus_set3.cuh"  // the third, held out from the rules (reports/planted-set3)
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -388,6 +389,7 @@ static std::vector<Pair> build_pairs() {
             [=](std::string& w) { return compare_floats((float*)a, (float*)b, threads * 2, 0, w); }});
     }
     add_set2_pairs(pairs);
+    add_set3_pairs(pairs);
     return pairs;
 }
 

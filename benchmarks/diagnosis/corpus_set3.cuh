@@ -73,22 +73,26 @@ __global__ void aos_from_soa(Particle* p, const float* m, const float* vx, const
 }
 
 // ---------------------------------------------------------------- dependent-arithmetic
-// A degree-64 polynomial (Horner) at 4 points per thread, at an occupancy both kernels share: the
-// shared memory both launch with leaves one 256-thread block per SM, two warps per scheduler. The slow
-// kernel finishes one point's chain before it starts the next (`unroll 1` over the points), so each
-// FFMA waits for the one before; the fast one steps the 4 chains together. Same FFMAs, same order
-// per chain.
-constexpr int kHornerDegree = 64, kHornerPoints = 4, kHornerSmem = 160 * 1024;
+// A degree-256 polynomial (Horner) at 4 points per thread, at an occupancy both kernels share: the
+// shared memory both launch with leaves one 256-thread block per SM, two warps per scheduler. Both
+// issue the 4 points' loads together; the slow kernel then finishes one point's chain before it
+// starts the next (`unroll 1` over the points, the values rotating through registers), so each FFMA
+// waits for the one before; the fast one steps the 4 chains together. Same FFMAs, same order per
+// chain. (The first version loaded each point inside the rolled loop, which also serialized the
+// loads: its slow kernel waited on memory more than on its chains. The notes of labels.toml.)
+constexpr int kHornerDegree = 256, kHornerPoints = 4, kHornerSmem = 160 * 1024;
 __device__ __forceinline__ float horner_coefficient(int k) { return 1.0f / (float)(k + 2); }
 extern "C" __global__ void horner_chains_slow(const float* __restrict__ in, float* __restrict__ out, size_t n) {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride * kHornerPoints) {
+        float x0 = in[i], x1 = in[i + stride], x2 = in[i + 2 * stride], x3 = in[i + 3 * stride];
 #pragma unroll 1
         for (int p = 0; p < kHornerPoints; ++p) {
-            float x = in[i + p * stride], acc = 1.0f;
+            float acc = 1.0f;
 #pragma unroll
-            for (int k = 0; k < kHornerDegree; ++k) acc = fmaf(acc, x, horner_coefficient(k));
+            for (int k = 0; k < kHornerDegree; ++k) acc = fmaf(acc, x0, horner_coefficient(k));
             out[i + p * stride] = acc;
+            x0 = x1; x1 = x2; x2 = x3;
         }
     }
 }

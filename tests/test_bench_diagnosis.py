@@ -23,18 +23,21 @@ REQUIRED_CAUSES = {
     "spills-local", "grid-too-small", "occupancy-registers", "unfused-fp32", "integer-index-math",
     "special-math", "exposed-latency", "dram-traffic",
 }
-# Measured on the committed corpus (28 scored pairs): kernelscope hit@1 28 and hit@3 28. On the
+# Measured on the committed corpus (41 scored pairs): kernelscope hit@1 39 and hit@3 40. On the
 # first 16: 14 and 15 of 15 before the impact model compared costs on both kernels, 3 and 4 before
 # the cause rules. On the 11 recorded later (planted-set2, gemm-cluster), at their first diff: 9 of
 # the 10 planted pairs first (one-warp blocks blamed on warp imbalance), and the cluster pair named
 # only its symptom (load imbalance) before the cluster-residency rule; the skinny-GEMM ring pair its
-# symptom (the tensor pipe) before the DRAM-rate rule. ncu's rules hit@1 2, hit@3 6.
-KERNELSCOPE_FLOOR = {"hit1": 30, "hit3": 30}
-NCU_MEASURED = {"hit1": 2, "hit3": 7}
+# symptom (the tensor pipe) before the DRAM-rate rule. The 10 of set 3, held out: 8 first, 9 in the
+# first three (benchmarks/diagnosis/README.md). ncu's rules hit@1 5, hit@3 14.
+KERNELSCOPE_FLOOR = {"hit1": 39, "hit3": 40}
+NCU_MEASURED = {"hit1": 5, "hit3": 14}
 # ncu's own top rules per pair, as recorded (hit@1, hit@3): every other scored pair is (False, False).
 NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "divergence": (True, True),
             "spills_local": (False, True), "unfused_fp32": (True, True), "exposed_latency": (False, True),
-            "gemm_ring_depth": (False, True)}
+            "gemm_ring_depth": (False, True), "tail_wave": (True, True), "transpose_store": (False, True),
+            "aos_fields": (False, True), "sort_rolled": (False, True), "register_cap": (True, True),
+            "gemv_rows": (False, True), "trip_counts": (True, True)}
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +60,8 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
                                                      "gemm_raster_panel", "attention_intra_wg_overlap",
                                                      "same_attention", "same_attention_no_overlap", "same_gemm",
                                                      "same_gemm_mma", "same_gemm_8192", "equal_gemm_ring3",
-                                                     "equal_gemm_mma_ring3", "same_rmsnorm_without_squares"]
+                                                     "equal_gemm_mma_ring3", "same_rmsnorm_without_squares",
+                                                     "same_copy_unroll"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -133,7 +137,7 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 45
+    assert len(rows) == 56
     for row in rows:
         assert row["ncu"]["top"] and (row["kernelscope"]["top"] or row.get("same")), row["id"]
         if row["scored"]:
@@ -143,9 +147,9 @@ def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
 
 def test_totals_hold_what_was_measured(result):
     rows, total = result
-    assert total["pairs"] == 31
+    assert total["pairs"] == 41
     # Two launches that take the same time: no main reason, no cause in the code claiming a quarter of the gap.
-    assert (total["same_pairs"], total["kernelscope_quiet"]) == (8, 8)
+    assert (total["same_pairs"], total["kernelscope_quiet"]) == (9, 9)
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED

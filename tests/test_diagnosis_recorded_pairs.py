@@ -1,5 +1,5 @@
 """The cause rules on the pairs recorded after they were written (benchmarks/diagnosis/reports/
-planted-set2.ncu-rep.xz, gemm-cluster.ncu-rep.xz and gemm-m128-ring.ncu-rep.xz, H100): what each
+planted-set2.ncu-rep.xz, gemm-cluster.json.xz and gemm-m128-ring.json.xz, H100): what each
 rule got wrong on first contact with real counters, and stays fixed. bench_diagnosis scores which cause comes first; these
 tests pin the numbers behind it."""
 
@@ -35,7 +35,7 @@ def set2():
 @pytest.fixture(scope="module")
 def clusters():
     by_range = {}
-    for p in load_profiles(REPORTS / "gemm-cluster.ncu-rep.xz"):
+    for p in load_profiles(REPORTS / "gemm-cluster.json.xz"):
         for r in p.nvtx_ranges:
             if r.startswith("peer:"):
                 by_range[r[len("peer:"):]] = p
@@ -109,7 +109,7 @@ def test_a_skinny_gemm_streaming_slower_names_what_it_has_in_flight():
     # 66 %. First named: the tensor pipe (a consequence, tensor 23 % against 28 %); now the DRAM
     # rate, and the tensor finding claims none of the gap (cuBLAS is nearer its DRAM than its
     # tensor peak).
-    slow, fast = load_profiles(REPORTS / "gemm-m128-ring.ncu-rep.xz")
+    slow, fast = load_profiles(REPORTS / "gemm-m128-ring.json.xz")
     findings = diagnose(slow, fast).findings
     top = findings[0]
     assert top.rule_id == "dram-rate-below-reference" and top.cause == "exposed-latency"
@@ -333,3 +333,4 @@ def test_waits_for_own_wgmmas_that_grew_with_less_other_work_are_no_cause():
     name = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"
     idle.metrics[name] = Metric(idle.metrics[name].value - 2.0, idle.metrics[name].unit)
     assert "wgmma-waits-vs-reference" in {f.rule_id for f in diagnose(idle, default).findings}
+

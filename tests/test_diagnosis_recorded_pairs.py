@@ -334,3 +334,53 @@ def test_waits_for_own_wgmmas_that_grew_with_less_other_work_are_no_cause():
     idle.metrics[name] = Metric(idle.metrics[name].value - 2.0, idle.metrics[name].unit)
     assert "wgmma-waits-vs-reference" in {f.rule_id for f in diagnose(idle, default).findings}
 
+
+@pytest.fixture(scope="module")
+def set3():
+    return {p.name: p for p in load_profiles(REPORTS / "planted-set3.json.xz")}
+
+
+def _finding(slow, fast, rule_id):
+    return next((f for f in diagnose(slow, fast).findings if f.rule_id == rule_id), None)
+
+
+def test_struct_fields_read_one_at_a_time_waste_dram_reads_not_only_sectors(set3):
+    # Set 3's aos_fields (held out until this diff): DRAM read 268 MB for the 134 MB the loads use,
+    # the structs' unread fields. It named dram-traffic first and this rule third with ~0 %, as
+    # if DRAM never carried wasted sectors.
+    slow, fast = set3["aos_fields_slow"], set3["aos_fields_fast"]
+    top = diagnose(slow, fast).findings[0]
+    assert top.rule_id == "uncoalesced-global-access" and (top.explains or 0) > 0.9
+    quoted = {q.name: q.value for q in top.quoted}
+    assert quoted["dram_waste"] == pytest.approx(0.5, abs=0.01)
+    # Negative control: two sweeps over fully used sectors waste nothing DRAM reads (set 1's pair).
+    planted = {p.name: p for p in load_profiles(REPORTS / "planted.ncu-rep.xz")}
+    assert _finding(planted["dram_traffic_slow"], planted["dram_traffic_fast"], "uncoalesced-global-access") is None
+    assert diagnose(planted["dram_traffic_slow"], planted["dram_traffic_fast"]).findings[0].cause == "dram-traffic"
+
+
+def test_scattered_stores_of_an_arithmetic_bound_kernel_claim_no_time(set3):
+    # Set 3's wmma_gemm: the CUDA-core GEMM's epilogue stores use 4 B of each sector (17.5 % of the
+    # sectors moved) while its FFMAs keep the SMs 65 % busy and L2 9 %; the rule claimed ~100 % of
+    # the gap. Against the busiest unit, the SMs included, the saving is nothing.
+    slow, fast = set3["wmma_gemm_slow"], set3["wmma_gemm_fast"]
+    stores = _finding(slow, fast, "uncoalesced-global-access")
+    assert stores is not None and stores.impact == pytest.approx(0.0, abs=1e-6) and (stores.explains or 0) == 0
+    # Negative control: the transpose's scattered stores, with the SMs 6 % busy and L2 88 %, keep theirs.
+    t = _finding(set3["transpose_store_slow"], set3["transpose_store_fast"], "uncoalesced-global-access")
+    assert t.impact > 0.7 and t.explains > 0.9
+
+
+def test_tensor_core_flops_come_from_the_hmma_count_where_the_sections_lack_them(set3):
+    # The lean section list has no sm__ops_path_tensor_* counts: the WMMA GEMM's 4,194,304 HMMA at
+    # 4,096 FLOPs each are the 2 x 2048^3 FLOPs the FFMA kernel does.
+    slow, fast = set3["wmma_gemm_slow"], set3["wmma_gemm_fast"]
+    assert "sm__ops_path_tensor_src_fp16.sum" not in fast.metrics
+    top = diagnose(slow, fast).findings[0]
+    assert top.rule_id == "no-tensor-cores-vs-reference"
+    quoted = {q.name: q.value for q in top.quoted}
+    assert quoted["reference_flops"] == quoted["target_flops"] == 2 * 2048 ** 3
+    # Negative control: a reference doing a quarter of that work is not the same work.
+    less = copy.deepcopy(fast)
+    less.instruction_mix["HMMA"] /= 4
+    assert _finding(slow, less, "no-tensor-cores-vs-reference") is None

@@ -137,7 +137,7 @@ def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
     pairs = []
     for e in entries:
         cause = e.get("cause")
-        same = cause == SAME_TIME
+        same = cause == SAME_TIME and e.get("scored", True)  # scored = false: counted nowhere
         scored = e.get("scored", True) and not same
         if scored and cause not in causes:
             raise InputError(f"{labels}: pair {e.get('id')!r}: cause {cause!r} is not an id of {CAUSES_FILE.name}")

@@ -10,7 +10,7 @@
 // Kernel names are extern "C" and unique ("<pair>_slow", "<pair>_fast"), so a report's kernels
 // are selected by name: REPORT:^uncoalesced_slow$.
 #include "harness.cuh"
-#include "corpus_set2.cuh"  // the second set of pairs (reports/planted-set2.ncu-rep.xz)
+#include "corpus_set2.cuh"  // the second set of pairs (reports/planted-set2.json.xz)
 #include "corpus_set3.cuh"  // the third, held out from the rules (reports/planted-set3)
 #include "corpus_set4.cuh"  // the fourth, held out likewise
 

@@ -1,5 +1,5 @@
 // The second set of planted pairs of corpus.cu, recorded after the first into a report of their
-// own (reports/planted-set2.ncu-rep.xz; benchmarks/diagnosis/README.md). One cause each, as in
+// own (reports/planted-set2.json.xz; benchmarks/diagnosis/README.md). One cause each, as in
 // corpus.cu: the slow kernel differs from its fast twin only by the defect.
 // tests/test_diagnosis_corpus_sass.py compiles them for sm_90a and checks each slow kernel's SASS
 // holds the defect's instructions (DFMA and F2F, extra BAR, MEMBAR, code size, LDC), or for the two

@@ -13,6 +13,9 @@ from typing import Any, Iterable
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, SourceFile, sha256_text
 
 EXECUTED_METRIC = "inst_executed"
+# SourceCounters' per-instruction excess (profiler.source_lines.EXCESS_KINDS), by ncu metric.
+EXCESS_METRICS = {"global_sectors": "derived__memory_l2_theoretical_sectors_global_excessive",
+                  "shared_wavefronts": "derived__memory_l1_wavefronts_shared_excessive"}
 SAMPLE_METRIC = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+)$")
 
 NO_SOURCE_COUNTERS = ("the report holds no per-instruction stall samples (profile with the SourceCounters section: "
@@ -38,6 +41,7 @@ def lines_from_action(action: Any, kernel: str) -> LineProfile:
             per_pc = _per_pc(action.metric_by_name(name))
             if per_pc:
                 samples[m.group(1)] = per_pc
+    excess = {kind: _per_pc(action.metric_by_name(name)) for kind, name in EXCESS_METRICS.items()}
     pcs = sorted(set(executed).union(*samples.values()) if samples else executed)
     if not samples:
         # Executed counts alone (some sections give them) say nothing about where time goes.
@@ -54,7 +58,8 @@ def lines_from_action(action: Any, kernel: str) -> LineProfile:
             opcode = re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0] or "?"
             inst = InstructionCounters(
                 function=kernel, offset=pc - base, text=text, opcode=opcode, executed=executed.get(pc),
-                samples={reason: per_pc[pc] for reason, per_pc in samples.items() if per_pc.get(pc)})
+                samples={reason: per_pc[pc] for reason, per_pc in samples.items() if per_pc.get(pc)},
+                excess={kind: per_pc[pc] for kind, per_pc in excess.items() if per_pc.get(pc)})
             if info is None or not info.file_name() or info.line() <= 0:
                 yield None, None, inst
             else:

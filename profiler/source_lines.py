@@ -17,6 +17,9 @@ from typing import Any, Iterable
 from kernelscope.toolchain.sass_lines import opcode_class
 
 LINES_SCHEMA = "kernelscope.lines"
+# SourceCounters' per-instruction excess: global sectors beyond an ideal access's (scattered or
+# strided lanes) and shared-memory wavefronts beyond a conflict-free access's (bank conflicts).
+EXCESS_KINDS = ("global_sectors", "shared_wavefronts")
 LINES_SCHEMA_VERSION = 1
 # SASS instructions kept per line in the JSON, hottest first (the totals cover all of them).
 SASS_PER_LINE = 12
@@ -32,6 +35,8 @@ class InstructionCounters:
     opcode: str
     executed: float | None = None
     samples: dict[str, float] = field(default_factory=dict)   # stall reason -> PC samples
+    # What the instruction moved beyond what its access needed (EXCESS_KINDS -> count; only non-zero).
+    excess: dict[str, float] = field(default_factory=dict)
 
     @property
     def base_opcode(self) -> str:
@@ -79,6 +84,14 @@ class LineRecord:
     @property
     def sample_total(self) -> float:
         return sum(i.sample_total for i in self.instructions)
+
+    @property
+    def excess(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for i in self.instructions:
+            for kind, n in i.excess.items():
+                out[kind] = out.get(kind, 0.0) + n
+        return out
 
     def opcodes(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -214,6 +227,8 @@ class LineProfile:
             if self.has_source_counters:
                 d["executed"] = i.executed
                 d["samples"] = {k: v for k, v in i.samples.items() if v}
+            if i.excess:
+                d["excess"] = dict(i.excess)
             return d
 
         def record(r: LineRecord) -> dict[str, Any]:
@@ -228,6 +243,8 @@ class LineProfile:
                 d["executed"] = r.executed
                 d["samples"] = {k: v for k, v in sorted(r.samples.items()) if v}
                 d["sample_total"] = r.sample_total
+            if r.excess:
+                d["excess"] = r.excess
             d["sass"] = [inst(i) for i in ordered[:sass_per_line]]
             d["sass_left_out"] = r.count - len(d["sass"])
             return d
@@ -263,7 +280,8 @@ class LineProfile:
             rec = LineRecord(file=r.get("file"), line=r.get("line"), function=r.get("function"))
             listed = [InstructionCounters(function=i["function"], offset=i["offset"], text=i["text"],
                                           opcode=i["opcode"], executed=i.get("executed"),
-                                          samples=dict(i.get("samples") or {})) for i in r.get("sass", [])]
+                                          samples=dict(i.get("samples") or {}), excess=dict(i.get("excess") or {}))
+                      for i in r.get("sass", [])]
             rec.instructions.extend(listed)
             left = int(r.get("instructions", len(listed))) - len(listed)
             if left > 0:
@@ -274,13 +292,16 @@ class LineProfile:
                 rest_exec = (r.get("executed") or 0.0) - sum(i.executed or 0.0 for i in listed) if counters else None
                 rest_samples = {k: v - sum(i.samples.get(k, 0.0) for i in listed)
                                 for k, v in (r.get("samples") or {}).items()}
+                rest_excess = {k: v - sum(i.excess.get(k, 0.0) for i in listed)
+                               for k, v in (r.get("excess") or {}).items()}
                 first = True
                 for op, n in opcodes.items():
                     for _ in range(max(0, n)):
                         rec.instructions.append(InstructionCounters(
                             function=rec.function or "", offset=-1, text="(not listed)", opcode=op,
                             executed=(rest_exec if first else 0.0) if counters else None,
-                            samples={k: v for k, v in rest_samples.items() if v} if first else {}))
+                            samples={k: v for k, v in rest_samples.items() if v} if first else {},
+                            excess={k: v for k, v in rest_excess.items() if v} if first else {}))
                         first = False
             records.append(rec)
         files = {p: SourceFile(path=p, sha256=f.get("sha256"), status=f.get("status", "missing"),

@@ -4,7 +4,9 @@ A stall finding (its rule quotes `target.stall_<reason>`) is located at the line
 PC samples of that reason; a memory finding at the lines whose instructions of the memory kind it
 is about (shared, global, TMA, local) hold the most samples. The share is of all such samples of
 the kernel. Nothing is located without per-line records, without line information, or when the
-samples of that kind are too few to say (never a guess). A stall location also names the
+samples of that kind are too few to say (never a guess). A finding about wasted traffic (scattered
+global accesses, bank conflicts) is located instead at the lines whose instructions moved the
+excess, where SourceCounters measured it per instruction. A stall location also names the
 instruction kind that holds most of the line's samples of that reason and, for waits whose
 reason name misleads (WAITS_AT), what the warps wait for. A stall finding against a reference
 built from the same source is located where that stall grew (each side's share of its samples),
@@ -43,6 +45,12 @@ MEMORY_CLASSES = {
     "dram-traffic-vs-reference": ("global", "tma"),
 }
 _CLASS_WORDS = {"shared": "shared-memory", "global": "global-memory", "tma": "TMA", "local": "local-memory"}
+# Memory findings about wasted traffic, located where the waste is (profiler.source_lines.EXCESS_KINDS)
+# when the per-instruction records carry it: the lines whose instructions moved the most excess.
+EXCESS_LOCATED = {
+    "uncoalesced-global-access": ("global_sectors", "the excess global sectors (beyond an ideal access's)"),
+    "shared-bank-conflicts": ("shared_wavefronts", "the excess shared-memory wavefronts (bank conflicts)"),
+}
 # What a warp stalled at these instructions waits for, where the stall reason's name alone misleads:
 # ncu samples a warp in wgmma.wait_group as a "barrier" stall, though it waits for no other warp.
 WAITS_AT = {
@@ -188,6 +196,28 @@ def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
     return _top(profile, per_line, total, f"samples on {words} instructions")
 
 
+def locate_excess(profile: LineProfile, kind: str, label: str) -> list[dict]:
+    """The lines whose instructions moved the most excess of `kind`; empty where no instruction
+    carries it (a report without those SourceCounters metrics, or no waste measured)."""
+    per_line: dict[tuple, float] = {}
+    per_opcode: dict[tuple, dict[str, float]] = {}
+    total = 0.0
+    for r in profile.records:
+        for i in r.instructions:
+            n = i.excess.get(kind, 0.0)
+            if n <= 0:
+                continue
+            total += n
+            if r.line is not None:
+                key = (r.file, r.line)
+                per_line[key] = per_line.get(key, 0.0) + n
+                by_opcode = per_opcode.setdefault(key, {})
+                by_opcode[i.base_opcode] = by_opcode.get(i.base_opcode, 0.0) + n
+    if total <= 0:
+        return []
+    return _top(profile, per_line, total, label, per_opcode)
+
+
 def _has_lines(profile: LineProfile | None) -> bool:
     return profile is not None and profile.has_source_counters and profile.has_line_info
 
@@ -206,6 +236,8 @@ def attach_locations(findings: list[Finding], profile: LineProfile | None,
             located = locate_stall_growth(profile, reference, reason)
         if reason and not located:
             located = locate_stall(profile, reason)
+        if not located and f.rule_id in EXCESS_LOCATED:
+            located = locate_excess(profile, *EXCESS_LOCATED[f.rule_id])
         if not located and f.rule_id in MEMORY_CLASSES:
             located = locate_memory(profile, MEMORY_CLASSES[f.rule_id])
         f.locations = located

@@ -369,3 +369,28 @@ def test_barrier_samples_after_a_bar_sync_are_the_bar_s_and_growth_names_where_t
     assert line_locations.attach_locations([finding], slow)[0].locations[0]["line"] == 405
     other = _synthetic_lines([("fa4/flash_fwd.py", 10, 0x100, "WARPGROUP.DEPBAR.LE", 900, 3000)])
     assert line_locations.locate_stall_growth(slow, other, "barrier") == []
+
+
+def test_wasted_traffic_is_located_where_the_excess_is_not_where_the_samples_are():
+    # Set 1's bank_conflicts_slow (benchmarks/diagnosis/reports/planted.ncu-rep.xz, SourceCounters):
+    # the tile is written by rows (no conflict) and read by columns (32-way). Located by samples on
+    # shared-memory instructions, the finding named the conflict-free write first (52 %); by the
+    # excess wavefronts each instruction moved, only the read.
+    from kernelscope.rules import line_locations
+    from kernelscope.rules.diagnosis import diagnose
+
+    report = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis" / "reports" / "planted.ncu-rep.xz"
+    profiles = {p.name: p for p in load_profiles(report, lines=True)}
+    slow, fast = profiles["bank_conflicts_slow"], profiles["bank_conflicts_fast"]
+    finding = next(f for f in diagnose(slow, fast).findings if f.rule_id == "shared-bank-conflicts")
+    line_locations.attach_locations([finding], slow.source_lines, fast.source_lines)
+    located = finding.locations
+    assert len(located) == 1 and located[0]["share"] == pytest.approx(1.0) and located[0]["opcode"] == "LDS"
+    excess = {r.line: r.excess.get("shared_wavefronts", 0.0) for r in slow.source_lines.records if r.line}
+    assert excess[located[0]["line"]] > 0 and sum(1 for v in excess.values() if v > 0) == 1
+    # Negative control: by samples alone the write's line comes first.
+    by_samples = line_locations.locate_memory(slow.source_lines, ("shared",))
+    assert by_samples[0]["line"] != located[0]["line"]
+    # The excess survives a JSON round trip of the per-line records.
+    back = LineProfile.from_dict(json.loads(json.dumps(slow.source_lines.to_dict())))
+    assert {r.line: r.excess for r in back.records if r.excess} == {r.line: r.excess for r in slow.source_lines.records if r.excess}

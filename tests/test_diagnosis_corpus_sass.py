@@ -3,7 +3,9 @@ its defect in the SASS and nothing else: the slow kernel holds the defect's inst
 F2F, extra BAR, MEMBAR, 256 KB of code, per-lane LDC), the fast twin does not; the two load-imbalance
 pairs differ only in which rows a block or warp takes, and only the slow shared-atomics kernel adds
 to shared memory inside its element loop, and only the fast data-reuse kernel stages tiles in shared
-memory. No GPU: nvcc and cuobjdump only (what they measure on one: benchmarks/diagnosis/README.md)."""
+memory. The pairs of sets 3 and 4 likewise (spills only in the slow kernels, HMMA only in the WMMA
+GEMM, one kernel where only the grid or the data order differs, ...). No GPU: nvcc and cuobjdump only
+(what they measure on one: benchmarks/diagnosis/README.md)."""
 
 from __future__ import annotations
 
@@ -145,3 +147,30 @@ def test_data_reuse_pair_stages_tiles_in_shared_memory_only_in_the_fast_kernel(s
     slow, fast = _bases(sass["data_reuse_slow"]), _bases(sass["data_reuse_fast"])
     assert slow["LDS"] == slow["STS"] == slow["BAR"] == 0 and slow["LDG"] >= 2 * slow["FFMA"] > 0
     assert fast["LDS"] > 0 and fast["STS"] == 2 and fast["BAR"] == 2 and fast["LDG"] == 2 and fast["FFMA"] == 32
+
+
+def test_set3_and_set4_pairs_carry_their_defects_in_the_sass(sass):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    # One kernel each, launched on another grid or over other data.
+    assert sass["tail_wave_slow"] == sass["tail_wave_fast"] and sass["trip_counts_slow"] == sass["trip_counts_fast"]
+    assert sass["block_512_slow"] == sass["block_512_fast"]
+    assert b["wmma_gemm_slow"]["HMMA"] == 0 < b["wmma_gemm_fast"]["HMMA"]
+    assert b["wmma_gemm_fast"]["FFMA"] == 0 < b["wmma_gemm_slow"]["FFMA"]
+    for pair in ("sort_rolled", "register_cap"):
+        assert b[f"{pair}_slow"]["STL"] > 0 and b[f"{pair}_fast"]["STL"] == b[f"{pair}_fast"]["LDL"] == 0, pair
+    # The Horner chains: rolled over the 4 points (one chain in the code) after the same 4 loads.
+    assert 4 * b["horner_chains_slow"]["FFMA"] == b["horner_chains_fast"]["FFMA"]
+    assert b["horner_chains_slow"]["LDG"] == b["horner_chains_fast"]["LDG"] == 4
+    assert b["one_counter_slow"]["SHFL"] == 0 < b["one_counter_fast"]["SHFL"]
+    assert b["transpose_store_slow"]["STS"] == 0 < b["transpose_store_fast"]["STS"]
+    # The padding only moves addresses (and keeps ptxas from reading 4 words of a padded row at once).
+    assert not _differs_only_in(sass["gemv_rows_slow"], sass["gemv_rows_fast"], INDEX_MATH | {"LDS", "ULEA", "UMOV"})
+    assert all(b["gemv_rows_slow"][op] == b["gemv_rows_fast"][op] > 0 for op in ("LDG", "STS", "FFMA", "STG"))
+    assert sum(b["softsign_fp64_slow"][op] for op in ("DMUL", "DADD", "DFMA")) > 0
+    assert sum(b["softsign_fp64_fast"][op] for op in ("DMUL", "DADD", "DFMA", "F2F")) == 0
+    assert b["modulo_ring_slow"]["LDG"] == b["modulo_ring_fast"]["LDG"] == 16
+    assert b["reduce_syncs_slow"]["BAR"] > b["reduce_syncs_fast"]["BAR"]
+    assert not _differs_only_in(sass["stride2_conflicts_slow"], sass["stride2_conflicts_fast"], INDEX_MATH)
+    # Why the skewed histogram's planting failed: an add of 1 is ATOMS.POPC.INC, which merges the
+    # lanes that hit one word itself; the "fast" kernel's MATCH.ANY had nothing to remove.
+    assert "ATOMS.POPC.INC.32" in sass["hist_skewed_slow"] and b["hist_skewed_fast"]["MATCH"] > 0

@@ -13,6 +13,7 @@
 #include "corpus_set2.cuh"  // the second set of pairs (reports/planted-set2.json.xz)
 #include "corpus_set3.cuh"  // the third, held out from the rules (reports/planted-set3)
 #include "corpus_set4.cuh"  // the fourth, held out likewise
+#include "corpus_set5.cuh"  // the fifth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -392,6 +393,7 @@ static std::vector<Pair> build_pairs() {
     add_set2_pairs(pairs);
     add_set3_pairs(pairs);
     add_set4_pairs(pairs);
+    add_set5_pairs(pairs);
     return pairs;
 }
 

@@ -174,3 +174,10 @@ def test_set3_and_set4_pairs_carry_their_defects_in_the_sass(sass):
     # Why the skewed histogram's planting failed: an add of 1 is ATOMS.POPC.INC, which merges the
     # lanes that hit one word itself; the "fast" kernel's MATCH.ANY had nothing to remove.
     assert "ATOMS.POPC.INC.32" in sass["hist_skewed_slow"] and b["hist_skewed_fast"]["MATCH"] > 0
+    # Set 5: the block order and the skewed rounds change indices and conditions only; the prefetch
+    # issues a second cp.async; the loop-invariant division is one reciprocal instead of 64 divisions.
+    assert not _differs_only_in(sass["block_order_slow"], sass["block_order_fast"], INDEX_MATH | {"ULOP3"})
+    assert b["rotating_skew_slow"]["BAR"] == b["rotating_skew_fast"]["BAR"] == 1
+    assert b["rotating_skew_slow"]["FFMA"] == b["rotating_skew_fast"]["FFMA"] > 0
+    assert b["tile_prefetch_slow"]["LDGSTS"] == 1 and b["tile_prefetch_fast"]["LDGSTS"] == 2
+    assert b["loop_division_slow"]["MUFU"] > 2 * b["loop_division_fast"]["MUFU"]

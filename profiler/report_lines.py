@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, SourceFile, sha256_text
+from kernelscope.profiler.source_lines import EXCESS_KINDS, InstructionCounters, LineProfile, SourceFile, sha256_text
 
 EXECUTED_METRIC = "inst_executed"
-# SourceCounters' per-instruction excess (profiler.source_lines.EXCESS_KINDS), by ncu metric.
-EXCESS_METRICS = {"global_sectors": "derived__memory_l2_theoretical_sectors_global_excessive",
-                  "shared_wavefronts": "derived__memory_l1_wavefronts_shared_excessive"}
+# SourceCounters' per-instruction excess, by ncu metric (in the order of EXCESS_KINDS).
+EXCESS_METRICS = dict(zip(EXCESS_KINDS, ("derived__memory_l2_theoretical_sectors_global_excessive",
+                                         "derived__memory_l1_wavefronts_shared_excessive")))
 SAMPLE_METRIC = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+)$")
 
 NO_SOURCE_COUNTERS = ("the report holds no per-instruction stall samples (profile with the SourceCounters section: "

@@ -17,10 +17,10 @@ from typing import Any, Iterable
 from kernelscope.toolchain.sass_lines import opcode_class
 
 LINES_SCHEMA = "kernelscope.lines"
+LINES_SCHEMA_VERSION = 1
 # SourceCounters' per-instruction excess: global sectors beyond an ideal access's (scattered or
 # strided lanes) and shared-memory wavefronts beyond a conflict-free access's (bank conflicts).
 EXCESS_KINDS = ("global_sectors", "shared_wavefronts")
-LINES_SCHEMA_VERSION = 1
 # SASS instructions kept per line in the JSON, hottest first (the totals cover all of them).
 SASS_PER_LINE = 12
 
@@ -45,6 +45,15 @@ class InstructionCounters:
     @property
     def sample_total(self) -> float:
         return sum(self.samples.values())
+
+
+def _summed(counts: Iterable[dict[str, float]]) -> dict[str, float]:
+    """Per-key sums of the instructions' counts."""
+    out: dict[str, float] = {}
+    for c in counts:
+        for key, n in c.items():
+            out[key] = out.get(key, 0.0) + n
+    return out
 
 
 @dataclass
@@ -75,11 +84,7 @@ class LineRecord:
 
     @property
     def samples(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for i in self.instructions:
-            for reason, n in i.samples.items():
-                out[reason] = out.get(reason, 0.0) + n
-        return out
+        return _summed(i.samples for i in self.instructions)
 
     @property
     def sample_total(self) -> float:
@@ -87,11 +92,7 @@ class LineRecord:
 
     @property
     def excess(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for i in self.instructions:
-            for kind, n in i.excess.items():
-                out[kind] = out.get(kind, 0.0) + n
-        return out
+        return _summed(i.excess for i in self.instructions)
 
     def opcodes(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -14,6 +14,7 @@
 #include "corpus_set3.cuh"  // the third, held out from the rules (reports/planted-set3)
 #include "corpus_set4.cuh"  // the fourth, held out likewise
 #include "corpus_set5.cuh"  // the fifth, held out likewise
+#include "corpus_set6.cuh"  // the sixth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -394,6 +395,7 @@ static std::vector<Pair> build_pairs() {
     add_set3_pairs(pairs);
     add_set4_pairs(pairs);
     add_set5_pairs(pairs);
+    add_set6_pairs(pairs);
     return pairs;
 }
 

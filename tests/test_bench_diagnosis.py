@@ -23,23 +23,24 @@ REQUIRED_CAUSES = {
     "spills-local", "grid-too-small", "occupancy-registers", "unfused-fp32", "integer-index-math",
     "special-math", "exposed-latency", "dram-traffic",
 }
-# Measured on the committed corpus (48 scored pairs): kernelscope hit@1 48 and hit@3 48. On the
+# Measured on the committed corpus (50 scored pairs): kernelscope hit@1 50 and hit@3 50. On the
 # first 16: 14 and 15 of 15 before the impact model compared costs on both kernels, 3 and 4 before
 # the cause rules. On the 11 recorded later (planted-set2, gemm-cluster), at their first diff: 9 of
 # the 10 planted pairs first (one-warp blocks blamed on warp imbalance), and the cluster pair named
 # only its symptom (load imbalance) before the cluster-residency rule; the skinny-GEMM ring pair its
 # symptom (the tensor pipe) before the DRAM-rate rule. The 10 of set 3, held out: 8 first, 9 in the
-# first three; the 3 scored of set 4 and the 4 of set 5, held out likewise: all first
-# (benchmarks/diagnosis/README.md). ncu's rules hit@1 6, hit@3 17.
-KERNELSCOPE_FLOOR = {"hit1": 48, "hit3": 48}
-NCU_MEASURED = {"hit1": 6, "hit3": 17}
+# first three; the 3 scored of set 4, the 4 of set 5 and the 2 of set 6, held out likewise: all first
+# (benchmarks/diagnosis/README.md). ncu's rules hit@1 6, hit@3 18.
+KERNELSCOPE_FLOOR = {"hit1": 50, "hit3": 50}
+NCU_MEASURED = {"hit1": 6, "hit3": 18}
 # ncu's own top rules per pair, as recorded (hit@1, hit@3): every other scored pair is (False, False).
 NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "divergence": (True, True),
             "spills_local": (False, True), "unfused_fp32": (True, True), "exposed_latency": (False, True),
             "gemm_ring_depth": (False, True), "tail_wave": (True, True), "transpose_store": (False, True),
             "aos_fields": (False, True), "sort_rolled": (False, True), "register_cap": (True, True),
             "gemv_rows": (False, True), "trip_counts": (True, True), "stride2_conflicts": (True, True),
-            "row_per_thread": (False, True), "block_order": (False, True)}
+            "row_per_thread": (False, True), "block_order": (False, True),
+            "stride2_loads": (False, True)}
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +61,12 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
     assert [p.id for p in pairs if not p.scored] == ["attention_cudnn_vs_fa4", "fused_norm_clock",
                                                      "attention_causal_stride", "attention_shared_epilogue",
                                                      "gemm_raster_panel", "attention_intra_wg_overlap",
-                                                     "softsign_fp64", "gather_chain", "hist_skewed", "reduce_syncs",
+                                                     "softsign_fp64", "gather_chain", "hist_skewed", "reduce_syncs", "pass_order",
                                                      "same_attention", "same_attention_no_overlap", "same_gemm",
                                                      "same_gemm_mma", "same_gemm_8192", "equal_gemm_ring3",
                                                      "equal_gemm_mma_ring3", "same_rmsnorm_without_squares",
-                                                     "same_copy_unroll", "same_block_512"]
+                                                     "same_copy_unroll", "same_block_512",
+                                                     "same_broadcast_reads"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -140,9 +142,11 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 68
+    assert len(rows) == 72
     for row in rows:
-        assert row["ncu"]["top"] and (row["kernelscope"]["top"] or row.get("same")), row["id"]
+        # A planting that came out the other way round (not scored) leaves A faster: nothing to explain.
+        reversed_planting = not row["scored"] and row["gap"] < 1
+        assert row["ncu"]["top"] and (row["kernelscope"]["top"] or row.get("same") or reversed_planting), row["id"]
         if row["scored"]:
             # measured under ncu; the smallest gaps: the WGMMA chain's 1.12x, the unrolled code's 1.14x
             assert row["gap"] > 1.1, row
@@ -150,9 +154,9 @@ def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
 
 def test_totals_hold_what_was_measured(result):
     rows, total = result
-    assert total["pairs"] == 48
+    assert total["pairs"] == 50
     # Two launches that take the same time: no main reason, no cause in the code claiming a quarter of the gap.
-    assert (total["same_pairs"], total["kernelscope_quiet"]) == (10, 10)
+    assert (total["same_pairs"], total["kernelscope_quiet"]) == (11, 11)
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED

@@ -181,3 +181,12 @@ def test_set3_and_set4_pairs_carry_their_defects_in_the_sass(sass):
     assert b["rotating_skew_slow"]["FFMA"] == b["rotating_skew_fast"]["FFMA"] > 0
     assert b["tile_prefetch_slow"]["LDGSTS"] == 1 and b["tile_prefetch_fast"]["LDGSTS"] == 2
     assert b["loop_division_slow"]["MUFU"] > 2 * b["loop_division_fast"]["MUFU"]
+
+
+def test_set6_pairs_carry_their_defects_in_the_sass(sass):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    # The pass order and the strided loads change indices only; the narrow kernel loads 2 bytes a lane.
+    assert not _differs_only_in(sass["pass_order_slow"], sass["pass_order_fast"], INDEX_MATH | {"ULOP3", "UIADD3", "UMOV", "HFMA2"})  # HFMA2.MMA: a constant move
+    assert not _differs_only_in(sass["stride2_loads_slow"], sass["stride2_loads_fast"], INDEX_MATH)
+    assert "LDG.E.U16" in " ".join(sass["bf16_narrow_slow"]) and "LDG.E.128" in " ".join(sass["bf16_narrow_fast"])
+    assert b["broadcast_reads_slow"]["LDS"] == b["broadcast_reads_fast"]["LDS"] > 0

@@ -399,3 +399,17 @@ def test_conversions_on_the_xu_pipe_are_not_special_math():
     # Negative control: set 1's exponentials, MUFU without conversions, stay special math.
     set1 = {p.name: p for p in load_profiles(REPORTS / "planted.ncu-rep.xz")}
     assert diagnose(set1["special_math_slow"], set1["special_math_fast"]).findings[0].cause == "special-math"
+
+
+def test_a_register_limit_the_grid_never_reaches_costs_nothing():
+    # Set 6's pass_order (held out until this diff; the same time within noise): 35 registers against
+    # 32 cap the slow kernel at 6 blocks per SM, but its grid offers 3.9 (512 blocks, 132 SMs) and
+    # the achieved occupancy is the reference's. register-pressure claimed ~100 % of the noise gap.
+    planted = {p.name: p for p in load_profiles(REPORTS / "planted-set6.json.xz")}
+    slow, fast = planted["pass_order_slow"], planted["pass_order_fast"]
+    assert slow.value("launch__occupancy_limit_registers") == 6 and slow.value("launch__grid_size") == 512
+    assert _finding(slow, fast, "register-pressure") is None
+    # Negative control: the same kernel with a grid of 16 blocks per SM is held back by its registers.
+    big = copy.deepcopy(slow)
+    big.metrics["launch__grid_size"] = Metric(132 * 16.0, big.metrics["launch__grid_size"].unit)
+    assert _finding(big, fast, "register-pressure") is not None

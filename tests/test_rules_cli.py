@@ -32,7 +32,7 @@ def test_rules_list_shows_every_builtin_rule():
 def test_rules_explain_shows_condition_thresholds_and_section():
     result = run("rules", "explain", "register-pressure")
     assert result.exit_code == 0, result.output
-    assert "condition:  reg_blocks < other_blocks and coalesce(target.setmaxnreg, 0) == 0" in result.output
+    assert "condition:  reg_blocks < other_blocks and reg_blocks < offered and coalesce(target.setmaxnreg, 0) == 0" in result.output
     assert "let:        latency_share = " in result.output or "latency_share" in result.output
     assert "section:    Launch Statistics, Occupancy" in result.output
     unknown = run("rules", "explain", "register")

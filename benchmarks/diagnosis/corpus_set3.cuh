@@ -203,40 +203,40 @@ __global__ void halves_from_floats(__half* h, const float* f, size_t n) {
 // constant and the 16 values stay in registers; the slow one keeps them rolled (`unroll 1`), so the
 // array is indexed at run time and lives in local memory. Same exchanges in the same order.
 constexpr int kSortN = 16;
-template <bool kUnrolled>
+template <int N, bool kUnrolled>
 __device__ __forceinline__ float ranked_sum(const float* __restrict__ in, size_t i, size_t n) {
-    float v[kSortN];
+    float v[N];
 #pragma unroll
-    for (int k = 0; k < kSortN; ++k) v[k] = in[i + k * n];
+    for (int k = 0; k < N; ++k) v[k] = in[i + k * n];
     if constexpr (kUnrolled) {
 #pragma unroll
-        for (int pass = 0; pass < kSortN - 1; ++pass)
+        for (int pass = 0; pass < N - 1; ++pass)
 #pragma unroll
-            for (int j = 0; j < kSortN - 1 - pass; ++j) {
+            for (int j = 0; j < N - 1 - pass; ++j) {
                 float lo = fminf(v[j], v[j + 1]), hi = fmaxf(v[j], v[j + 1]);
                 v[j] = lo; v[j + 1] = hi;
             }
     } else {
 #pragma unroll 1
-        for (int pass = 0; pass < kSortN - 1; ++pass)
+        for (int pass = 0; pass < N - 1; ++pass)
 #pragma unroll 1
-            for (int j = 0; j < kSortN - 1 - pass; ++j) {
+            for (int j = 0; j < N - 1 - pass; ++j) {
                 float lo = fminf(v[j], v[j + 1]), hi = fmaxf(v[j], v[j + 1]);
                 v[j] = lo; v[j + 1] = hi;
             }
     }
     float s = 0.f;
 #pragma unroll
-    for (int k = 0; k < kSortN; ++k) s = fmaf(v[k], (float)(k + 1), s);
+    for (int k = 0; k < N; ++k) s = fmaf(v[k], (float)(k + 1), s);
     return s;
 }
 extern "C" __global__ void sort_rolled_slow(const float* __restrict__ in, float* __restrict__ out, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = ranked_sum<false>(in, i, n);
+    out[i] = ranked_sum<kSortN, false>(in, i, n);
 }
 extern "C" __global__ void sort_rolled_fast(const float* __restrict__ in, float* __restrict__ out, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = ranked_sum<true>(in, i, n);
+    out[i] = ranked_sum<kSortN, true>(in, i, n);
 }
 
 // ---------------------------------------------------------------- spills-local (a register cap)
@@ -245,29 +245,13 @@ extern "C" __global__ void sort_rolled_fast(const float* __restrict__ in, float*
 // ptxas spills (1,676 bytes of spill stores; the fast kernel: 63 registers, no spills); the fast one
 // states only the block size.
 constexpr int kCapN = 48;
-__device__ __forceinline__ float ranked_sum32(const float* __restrict__ in, size_t i, size_t n) {
-    float v[kCapN];
-#pragma unroll
-    for (int k = 0; k < kCapN; ++k) v[k] = in[i + k * n];
-#pragma unroll
-    for (int pass = 0; pass < kCapN - 1; ++pass)
-#pragma unroll
-        for (int j = 0; j < kCapN - 1 - pass; ++j) {
-            float lo = fminf(v[j], v[j + 1]), hi = fmaxf(v[j], v[j + 1]);
-            v[j] = lo; v[j + 1] = hi;
-        }
-    float s = 0.f;
-#pragma unroll
-    for (int k = 0; k < kCapN; ++k) s = fmaf(v[k], (float)(k + 1), s);
-    return s;
-}
 extern "C" __global__ void __launch_bounds__(256, 8) register_cap_slow(const float* __restrict__ in, float* __restrict__ out, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = ranked_sum32(in, i, n);
+    out[i] = ranked_sum<kCapN, true>(in, i, n);
 }
 extern "C" __global__ void __launch_bounds__(256) register_cap_fast(const float* __restrict__ in, float* __restrict__ out, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    out[i] = ranked_sum32(in, i, n);
+    out[i] = ranked_sum<kCapN, true>(in, i, n);
 }
 
 // ---------------------------------------------------------------- bank-conflicts (a GEMV over shared rows)

@@ -190,3 +190,12 @@ def test_set6_pairs_carry_their_defects_in_the_sass(sass):
     assert not _differs_only_in(sass["stride2_loads_slow"], sass["stride2_loads_fast"], INDEX_MATH)
     assert "LDG.E.U16" in " ".join(sass["bf16_narrow_slow"]) and "LDG.E.128" in " ".join(sass["bf16_narrow_fast"])
     assert b["broadcast_reads_slow"]["LDS"] == b["broadcast_reads_fast"]["LDS"] > 0
+
+
+def test_set7_pairs_carry_their_defects_in_the_sass(sass):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    # The static array changes only the shared memory a block declares, not the code.
+    assert sass["static_smem_slow"] == sass["static_smem_fast"]
+    assert b["fence_each_slow"]["MEMBAR"] == 8 and b["fence_each_fast"]["MEMBAR"] == 1
+    assert b["cubic_lut_slow"]["LDS"] == 0 < b["cubic_lut_fast"]["LDS"]
+    assert b["cubic_lut_slow"]["LDC"] > b["cubic_lut_fast"]["LDC"]

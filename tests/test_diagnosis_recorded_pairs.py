@@ -413,3 +413,18 @@ def test_a_register_limit_the_grid_never_reaches_costs_nothing():
     big = copy.deepcopy(slow)
     big.metrics["launch__grid_size"] = Metric(132 * 16.0, big.metrics["launch__grid_size"].unit)
     assert _finding(big, fast, "register-pressure") is not None
+
+
+def test_shared_memory_holding_a_stream_to_half_its_warps_is_named():
+    # Set 7's static_smem (held out until this diff): 48 KB of static shared memory leaves 4 of 8 blocks
+    # per SM, theoretical occupancy exactly 50 %; the rule asked for less than 50 % and named nothing.
+    planted = {p.name: p for p in load_profiles(REPORTS / "planted-set7.json.xz")}
+    slow, fast = planted["static_smem_slow"], planted["static_smem_fast"]
+    assert slow.value("sm__maximum_warps_per_active_cycle_pct") == 50.0
+    top = diagnose(slow, fast).findings[0]
+    assert top.rule_id == "shared-memory-occupancy" and top.explains > 0.9
+    # Negative control: the same kernel held to 6 of 8 blocks (75 %) is not low occupancy.
+    milder = copy.deepcopy(slow)
+    milder.metrics["sm__maximum_warps_per_active_cycle_pct"] = Metric(75.0, "%")
+    milder.metrics["launch__occupancy_limit_shared_mem"] = Metric(6.0, "block")
+    assert _finding(milder, fast, "shared-memory-occupancy") is None

@@ -199,3 +199,25 @@ def test_set7_pairs_carry_their_defects_in_the_sass(sass):
     assert b["fence_each_slow"]["MEMBAR"] == 8 and b["fence_each_fast"]["MEMBAR"] == 1
     assert b["cubic_lut_slow"]["LDS"] == 0 < b["cubic_lut_fast"]["LDS"]
     assert b["cubic_lut_slow"]["LDC"] > b["cubic_lut_fast"]["LDC"]
+
+
+def test_set8_pairs_carry_their_defects_in_the_sass(sass, listings):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    # The hash streams: the fast loop advances four streams per step, the slow one one.
+    assert _in_loops(listings["hash_chain_fast"], "IMAD") >= 3 * _in_loops(listings["hash_chain_slow"], "IMAD") > 0
+    # The stencil: 33 loads from global memory per output, or from shared memory after two.
+    assert b["stencil_global_slow"]["LDG"] == 33 and b["stencil_global_slow"]["LDS"] == 0
+    assert b["stencil_global_fast"]["LDS"] == 33 and b["stencil_global_fast"]["LDG"] == 2
+    # One kernel body, launched with two block shapes.
+    assert sass["tiny_blocks_2d_slow"] == sass["tiny_blocks_2d_fast"]
+    # The complex multiply-add: FMUL + FADD against FFMA, twice the FP32 instructions.
+    assert b["complex_mac_slow"]["FFMA"] == 0 and b["complex_mac_fast"]["FMUL"] == 0
+    assert b["complex_mac_slow"]["FMUL"] + b["complex_mac_slow"]["FADD"] == 2 * b["complex_mac_fast"]["FFMA"] > 0
+    # 32 specialised copies of the 1024-step chain against one 64-step body; no local memory.
+    assert b["variant_bloat_slow"]["FFMA"] >= 32 * 1024 and b["variant_bloat_slow"]["CALL"] == 32
+    assert b["variant_bloat_fast"]["FFMA"] < 2 * 64
+    assert not any(b[k][op] for k in ("variant_bloat_slow", "variant_bloat_fast") for op in ("LDL", "STL"))
+    # Index division adds integer instructions only: one load and one store on both sides.
+    slow, fast = b["same_index_div_slow"], b["same_index_div_fast"]
+    assert slow["LDG"] == fast["LDG"] == 1 and slow["STG"] == fast["STG"] == 1
+    assert slow["IMAD"] > fast["IMAD"] and sum(slow.values()) > sum(fast.values())

@@ -16,6 +16,7 @@
 #include "corpus_set5.cuh"  // the fifth, held out likewise
 #include "corpus_set6.cuh"  // the sixth, held out likewise
 #include "corpus_set7.cuh"  // the seventh, held out likewise
+#include "corpus_set8.cuh"  // the eighth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -398,6 +399,7 @@ static std::vector<Pair> build_pairs() {
     add_set5_pairs(pairs);
     add_set6_pairs(pairs);
     add_set7_pairs(pairs);
+    add_set8_pairs(pairs);
     return pairs;
 }
 

@@ -428,3 +428,21 @@ def test_shared_memory_holding_a_stream_to_half_its_warps_is_named():
     milder.metrics["sm__maximum_warps_per_active_cycle_pct"] = Metric(75.0, "%")
     milder.metrics["launch__occupancy_limit_shared_mem"] = Metric(6.0, "block")
     assert _finding(milder, fast, "shared-memory-occupancy") is None
+
+
+def test_longer_waits_per_instruction_are_counted_when_both_sides_mostly_wait():
+    # Set 8's hash_chain (held out until this diff): one dependent chain at a time against four, at
+    # one warp per scheduler. Both sides' stalls are mostly Wait (93 % and 89 %), so the share count
+    # gave dependent-arithmetic ~4 % of a 2.9x gap and the diff named no main reason; per issued
+    # instruction the target waits 3.18 cycles against 0.55.
+    planted = {p.name: p for p in load_profiles(REPORTS / "planted-set8.json.xz")}
+    slow, fast = planted["hash_chain_slow"], planted["hash_chain_fast"]
+    wait = "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"
+    assert slow.value(wait) > 5 * fast.value(wait)
+    top = diagnose(slow, fast).findings[0]
+    assert top.rule_id == "dependent-arithmetic" and top.explains > 0.9
+    # Negative control: the same kernel waiting no longer per instruction than the reference explains little.
+    level = copy.deepcopy(slow)
+    level.metrics[wait] = Metric(fast.value(wait), level.metrics[wait].unit)
+    finding = _finding(level, fast, "dependent-arithmetic")
+    assert finding is None or (finding.explains or 0) < 0.1

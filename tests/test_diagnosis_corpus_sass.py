@@ -221,3 +221,26 @@ def test_set8_pairs_carry_their_defects_in_the_sass(sass, listings):
     slow, fast = b["same_index_div_slow"], b["same_index_div_fast"]
     assert slow["LDG"] == fast["LDG"] == 1 and slow["STG"] == fast["STG"] == 1
     assert slow["IMAD"] > fast["IMAD"] and sum(slow.values()) > sum(fast.values())
+
+
+def test_set9_pairs_carry_their_defects_in_the_sass(sass, listings):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    # Aliasing: the same instructions, the loads interleaved with the stores or issued together.
+    assert b["alias_prefix_slow"] == b["alias_prefix_fast"] and b["alias_prefix_slow"]["LDG"] == 16
+
+    def memory_order(name):
+        return "".join(op[0] for op in sass[name] if op.split(".", 1)[0] in ("LDG", "STG"))
+    assert memory_order("alias_prefix_slow") == "LS" * 16
+    assert memory_order("alias_prefix_fast").startswith("L" * 16)
+    # The fast-math power: two MUFU per square; none on the fast side.
+    assert b["pow_square_slow"]["MUFU"] == 32 and b["pow_square_fast"]["MUFU"] == 0
+    # One interpreter body (a jump table over eight loops), launched over two orders of the data.
+    assert sass["interpreter_slow"] == sass["interpreter_fast"] and b["interpreter_slow"]["BRX"] >= 1
+    # The mask: 16 bytes per four elements against 4.
+    assert "LDG.E.128" in " ".join(sass["float_mask_slow"]) and "LDG.E.128" in " ".join(sass["float_mask_fast"])
+    assert sum(op.startswith("LDG.E.128") for op in sass["float_mask_slow"]) == 2
+    assert sum(op.startswith("LDG.E.128") for op in sass["float_mask_fast"]) == 1
+    # Precise expf adds arithmetic only: one load and one store on both sides.
+    slow, fast = b["same_expf_slow"], b["same_expf_fast"]
+    assert slow["LDG"] == fast["LDG"] == 1 and slow["STG"] == fast["STG"] == 1
+    assert slow["MUFU"] == fast["MUFU"] == 4 and sum(slow.values()) > sum(fast.values())

@@ -17,6 +17,7 @@
 #include "corpus_set6.cuh"  // the sixth, held out likewise
 #include "corpus_set7.cuh"  // the seventh, held out likewise
 #include "corpus_set8.cuh"  // the eighth, held out likewise
+#include "corpus_set9.cuh"  // the ninth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -400,6 +401,7 @@ static std::vector<Pair> build_pairs() {
     add_set6_pairs(pairs);
     add_set7_pairs(pairs);
     add_set8_pairs(pairs);
+    add_set9_pairs(pairs);
     return pairs;
 }
 

@@ -446,3 +446,37 @@ def test_longer_waits_per_instruction_are_counted_when_both_sides_mostly_wait():
     level.metrics[wait] = Metric(fast.value(wait), level.metrics[wait].unit)
     finding = _finding(level, fast, "dependent-arithmetic")
     assert finding is None or (finding.explains or 0) < 0.1
+
+
+def test_the_same_bytes_at_a_lower_rate_with_the_same_work_is_exposed_latency():
+    # Set 9's alias_prefix (held out until this diff): loads behind stores to pointers that may alias,
+    # one in flight per thread. DRAM at 67 % of peak against 75 % for the same bytes, instructions and
+    # warps; the exposed-latency rules asked for memory below 60 % busy and named nothing.
+    planted = {p.name: p for p in load_profiles(REPORTS / "planted-set9.json.xz")}
+    slow, fast = planted["alias_prefix_slow"], planted["alias_prefix_fast"]
+    assert slow.value("smsp__inst_executed.sum") == fast.value("smsp__inst_executed.sum")
+    top = diagnose(slow, fast).findings[0]
+    assert top.rule_id == "long-scoreboard-vs-reference" and top.explains > 0.7
+    # Negative controls: with a third more instructions, or a quarter fewer resident warps, the lower
+    # rate is not the loads in flight alone, and the memory being busy keeps the rule out.
+    busier = copy.deepcopy(slow)
+    instructions = busier.metrics["smsp__inst_executed.sum"]
+    busier.metrics["smsp__inst_executed.sum"] = Metric(instructions.value * 1.3, instructions.unit)
+    assert _finding(busier, fast, "long-scoreboard-vs-reference") is None
+    fewer = copy.deepcopy(slow)
+    warps = fewer.metrics["sm__warps_active.avg.pct_of_peak_sustained_active"]
+    fewer.metrics["sm__warps_active.avg.pct_of_peak_sustained_active"] = Metric(warps.value * 0.75, warps.unit)
+    assert _finding(fewer, fast, "long-scoreboard-vs-reference") is None
+
+
+def test_fusable_arithmetic_under_a_dram_stream_costs_nothing():
+    # Set 9's same_expf (planted as the same time, 1.01x): precise expf's separate multiplies and adds
+    # beside __expf, both waiting on DRAM. unfused-fp32 claimed ~100 % of the noise gap as issue time.
+    planted = {p.name: p for p in load_profiles(REPORTS / "planted-set9.json.xz")}
+    slow, fast = planted["same_expf_slow"], planted["same_expf_fast"]
+    finding = _finding(slow, fast, "unfused-fp32")
+    assert finding is None or (finding.explains or 0) < 0.05
+    # Negative control: set 8's complex multiply-add, bound by its FMA pipe, stays unfused FP32.
+    set8 = {p.name: p for p in load_profiles(REPORTS / "planted-set8.json.xz")}
+    top = diagnose(set8["complex_mac_slow"], set8["complex_mac_fast"]).findings[0]
+    assert top.cause == "unfused-fp32" and top.explains > 0.9

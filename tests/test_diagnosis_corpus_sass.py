@@ -244,3 +244,17 @@ def test_set9_pairs_carry_their_defects_in_the_sass(sass, listings):
     slow, fast = b["same_expf_slow"], b["same_expf_fast"]
     assert slow["LDG"] == fast["LDG"] == 1 and slow["STG"] == fast["STG"] == 1
     assert slow["MUFU"] == fast["MUFU"] == 4 and sum(slow.values()) > sum(fast.values())
+
+
+def test_set10_pairs_carry_their_defects_in_the_sass(sass):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    # mma.sync of half the K against the full one, the same number per loop body.
+    slow_mma = [op for op in sass["mma_half_k_slow"] if op.startswith("HMMA")]
+    fast_mma = [op for op in sass["mma_half_k_fast"] if op.startswith("HMMA")]
+    assert slow_mma and set(slow_mma) == {"HMMA.1688.F32"} and set(fast_mma) == {"HMMA.16816.F32"}
+    # The table: local memory on the slow side only, shared memory on the fast side.
+    assert b["local_table_slow"]["LDL"] > 0 and b["local_table_slow"]["STL"] > 0 and b["local_table_slow"]["LDS"] == 0
+    assert b["local_table_fast"]["LDL"] == b["local_table_fast"]["STL"] == 0 and b["local_table_fast"]["LDS"] > 0
+    # The gather and the block-size pair: one kernel body each, launched over other data or blocks.
+    assert sass["gather_order_slow"] == sass["gather_order_fast"]
+    assert sass["same_block_128_slow"] == sass["same_block_128_fast"]

@@ -18,6 +18,7 @@
 #include "corpus_set7.cuh"  // the seventh, held out likewise
 #include "corpus_set8.cuh"  // the eighth, held out likewise
 #include "corpus_set9.cuh"  // the ninth, held out likewise
+#include "corpus_set10.cuh"  // the tenth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -402,6 +403,7 @@ static std::vector<Pair> build_pairs() {
     add_set7_pairs(pairs);
     add_set8_pairs(pairs);
     add_set9_pairs(pairs);
+    add_set10_pairs(pairs);
     return pairs;
 }
 

@@ -480,3 +480,20 @@ def test_fusable_arithmetic_under_a_dram_stream_costs_nothing():
     set8 = {p.name: p for p in load_profiles(REPORTS / "planted-set8.json.xz")}
     top = diagnose(set8["complex_mac_slow"], set8["complex_mac_fast"]).findings[0]
     assert top.cause == "unfused-fp32" and top.explains > 0.9
+
+
+def test_twice_the_matrix_instructions_of_the_same_family_name_the_instruction_shape():
+    # Set 10's mma_half_k (held out until this diff): m16n8k8 against m16n8k16, registers only. Its
+    # first diff named no main reason: no-hgmma-on-sm90 (mma.sync against wgmma) fits both sides.
+    planted = {p.name: p for p in load_profiles(REPORTS / "planted-set10.json.xz")}
+    slow, fast = planted["mma_half_k_slow"], planted["mma_half_k_fast"]
+    result = diagnose(slow, fast)
+    top = result.findings[0]
+    assert (top.rule_id, top.cause) == ("mma-shape-vs-reference", "tensor-underused")
+    assert result.main_reason is top and 0.5 < top.explains < 0.7
+    # Negative controls: the other way round, and against a reference of another instruction family
+    # (the mma.sync GEMM against cuBLAS's wgmma: HMMA counts against HGMMA counts say nothing about shapes).
+    assert _finding(fast, slow, "mma-shape-vs-reference") is None
+    wgmma_reference = copy.deepcopy(fast)
+    wgmma_reference.instruction_mix["HGMMA"] = wgmma_reference.instruction_mix.pop("HMMA") / 8
+    assert _finding(slow, wgmma_reference, "mma-shape-vs-reference") is None

@@ -74,6 +74,9 @@ class Diagnosis:
     ncu_frame: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # a_only, b_only, both
     # The target's extra executed instructions against the reference, when beyond MORE_INSTRUCTIONS.
     more_instructions: str | None = None
+    # What neither report collected of the evidence most causes are read from (warp stalls, the
+    # instruction mix, memory traffic): a report of few sections cannot rule those causes in or out.
+    missing_evidence: list[str] = field(default_factory=list)
 
     @property
     def within_noise(self) -> bool:
@@ -105,7 +108,14 @@ class Diagnosis:
             if self.more_instructions:
                 note += f"; what is counted, not timed, does differ: {self.more_instructions}"
             return note
-        return f"no single cause explains the {gap} gap"
+        note = f"no single cause explains the {gap} gap"
+        if self.missing_evidence:
+            lacking = self.missing_evidence
+            listed = lacking[0] if len(lacking) == 1 else ", ".join(lacking[:-1]) + " or " + lacking[-1]
+            note += (f" that these reports can show: neither has {listed}, which most causes are read from; "
+                     f"profile both kernels with --set full (or the sections WarpStateStats, InstructionStats, "
+                     f"MemoryWorkloadAnalysis_Tables and SourceCounters) to check them")
+        return note
 
 
 def diagnose(
@@ -153,7 +163,21 @@ def diagnose(
             findings.append(f)
     return Diagnosis(rank(findings), shared, evaluation.passed, evaluation.not_evaluated,
                      evaluation.not_applicable, result, ncu_frame(target, reference),
-                     _more_instructions(target, reference, catalog))
+                     _more_instructions(target, reference, catalog), _missing_evidence(target, reference, catalog))
+
+
+def _missing_evidence(target: KernelProfile, reference: KernelProfile, catalog: Catalog) -> list[str]:
+    """The kinds of evidence neither profile holds, of those most cause rules read."""
+    def collected(view: str) -> bool:
+        return any(catalog.evaluate(p, m.id) is not None for p in (target, reference) for m in catalog.metrics_of([view]))
+    missing = []
+    if not collected("stalls"):
+        missing.append("the warp stalls")
+    if not (target.instruction_mix or reference.instruction_mix):
+        missing.append("the instruction mix")
+    if not collected("memory"):
+        missing.append("the memory traffic")
+    return missing
 
 
 def _more_instructions(target: KernelProfile, reference: KernelProfile, catalog: Catalog) -> str | None:

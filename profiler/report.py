@@ -41,6 +41,14 @@ EXECUTED_PER_INSTRUCTION = "inst_executed"
 BARRIER_SAMPLES_PER_INSTRUCTION = "smsp__pcsamp_warps_issue_stalled_barrier"
 BARRIER_AT_WGMMA_WAIT = "kernelscope__barrier_samples_at_wgmma_wait_pct"
 WGMMA_WAIT = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?WARPGROUP\.DEPBAR\b")
+# Warp states estimated from PC sampling (SourceCounters) where the report has no WarpStateStats
+# (ncu's detailed set): a sample sees a warp in one state, and a warp is "selected" for exactly one
+# cycle per issued instruction, so samples in a state over samples selected estimate that state's
+# cycles per issued instruction, the unit of the smsp__average_warps_issue_stalled_* ratios.
+SAMPLED_STALL = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+)$")
+SAMPLED_STALL_METRIC = "kernelscope__sampled_stall_{}_per_issue_active.ratio"
+# The sampler's reason names that differ from the warp-state ratios'.
+SAMPLED_STALL_NAMES = {"no_instructions": "no_instruction"}
 # The least share of the executions an unpack's opcodes must have for the SASS to be read.
 IDIOM_SCAN_SHARE = 0.02
 # The share of a kernel's executions whose instructions are read for idioms (hottest first).
@@ -355,6 +363,7 @@ def _profile_from_action(action: Any, source: str, index: int, session: Session,
     mix = _instanced_by_name(action, OPCODE_MIX_METRIC)
     metrics.update(_sass_idiom_metrics(action, mix, sass_seen))
     metrics.update(_barrier_wait_metrics(action, sass_seen))
+    metrics.update(_sampled_stall_metrics(metrics))
 
     def number(name: str) -> float | None:
         m = metrics.get(name)
@@ -480,6 +489,24 @@ def _barrier_wait_metrics(action: Any, sass_seen: dict[tuple[str, int], str]) ->
         if WGMMA_WAIT.match(sass_seen[key].strip()):
             at_wait += n
     return {BARRIER_AT_WGMMA_WAIT: Metric(value=100.0 * at_wait / total, unit="%")}
+
+
+def _sampled_stall_metrics(metrics: dict[str, Metric]) -> dict[str, Metric]:
+    """Cycles per issued instruction of each warp state, estimated from the PC samples, for a report
+    without the warp-state ratios (see SAMPLED_STALL); nothing where the ratios or the samples of the
+    issuing state are missing."""
+    if any(STALL_METRIC.match(name) for name in metrics):
+        return {}
+    samples = {}
+    for name, metric in metrics.items():
+        m = SAMPLED_STALL.match(name)
+        if m and not m.group(1).endswith("_not_issued") and isinstance(metric.value, (int, float)):
+            samples[SAMPLED_STALL_NAMES.get(m.group(1), m.group(1))] = float(metric.value)
+    selected = samples.get("selected", 0.0)
+    if selected <= 0:
+        return {}
+    return {SAMPLED_STALL_METRIC.format(reason): Metric(value=n / selected, unit="")
+            for reason, n in samples.items()}
 
 
 def _string(metric: Metric | None) -> str | None:

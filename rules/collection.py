@@ -24,18 +24,26 @@ QUICK_EXTRA_METRICS = (
 )
 
 
+# Raw names the catalog reads that no --metrics request can name: always collected, section
+# outputs, the source counters' totals, and values kernelscope computes while reading a report.
+NOT_REQUESTABLE_PREFIXES = ("launch__", "device__", "static__", "derived__", "smsp__average_warps_issue_stalled_",
+                            "memory_l2_theoretical_sectors_", "kernelscope__")
+SOURCE_COUNTER_TOTALS = ("thread_inst_executed",)
+
+
 def catalog_metrics() -> list[str]:
     """Every raw metric the catalog's entries read.
 
     The sections carry most of them; naming them all keeps the catalog and the collected
     set from drifting apart. Launch and device attributes are always collected; derived
     metrics and the stall ratios exist only as section outputs (WarpStateStats), so they
-    are not named.
+    are not named, nor are the source counters' totals (the fallbacks of reports without
+    the memory tables) or kernelscope's own estimates (warp states from PC samples).
     """
     names: list[str] = []
     for definition in load_catalog().metrics.values():
         for name in definition.raw_metrics():
-            if name.startswith(("launch__", "device__", "static__", "derived__", "smsp__average_warps_issue_stalled_")):
+            if name.startswith(NOT_REQUESTABLE_PREFIXES) or name in SOURCE_COUNTER_TOTALS:
                 continue
             if name not in names:
                 names.append(name)
@@ -44,7 +52,9 @@ def catalog_metrics() -> list[str]:
 
 def quick_metrics() -> list[str]:
     """The quick set: what the catalog, the rules and the roofline read, the stall breakdown and the mix."""
-    rules = [m for m in load_rules().raw_metrics() if not m.startswith("derived__")]  # derived: section outputs
+    rules = [m for m in load_rules().raw_metrics()
+             if not m.startswith(("derived__", "memory_l2_theoretical_sectors_", "kernelscope__"))
+             and m not in SOURCE_COUNTER_TOTALS]
     return list(dict.fromkeys([*catalog_metrics(), *QUICK_EXTRA_METRICS, *required_metrics(), *rules]))
 
 

@@ -178,3 +178,24 @@ def test_a_report_read_again_is_parsed_once_and_each_call_gets_its_own_copy(fixt
     load_report(path, lines=lambda p: True)       # a predicate: never cached
     load_report(path, lines=lambda p: True)
     assert len(parses) == 5
+
+
+def test_warp_states_are_estimated_from_pc_samples_only_where_the_ratios_are_missing():
+    from kernelscope.profiler.record import Metric
+    from kernelscope.profiler.report import _sampled_stall_metrics
+
+    samples = {"smsp__pcsamp_warps_issue_stalled_selected": Metric(200, ""),
+               "smsp__pcsamp_warps_issue_stalled_long_scoreboard": Metric(5000, ""),
+               "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued": Metric(4000, ""),
+               "smsp__pcsamp_warps_issue_stalled_no_instructions": Metric(50, "")}
+    # A warp is selected one cycle per issued instruction: samples in a state over samples selected.
+    estimated = _sampled_stall_metrics(samples)
+    assert estimated["kernelscope__sampled_stall_long_scoreboard_per_issue_active.ratio"].value == 25.0
+    assert estimated["kernelscope__sampled_stall_no_instruction_per_issue_active.ratio"].value == 0.25
+    assert estimated["kernelscope__sampled_stall_selected_per_issue_active.ratio"].value == 1.0
+    assert not any("not_issued" in name for name in estimated)
+    # With the warp-state ratios in the report (WarpStateStats), nothing is estimated.
+    measured = {**samples, "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": Metric(1.5, "")}
+    assert _sampled_stall_metrics(measured) == {}
+    # Without samples of the issuing state there is no scale.
+    assert _sampled_stall_metrics({"smsp__pcsamp_warps_issue_stalled_wait": Metric(10, "")}) == {}

@@ -180,15 +180,7 @@ static void add_set10_pairs(std::vector<Pair>& pairs) {
         pairs.push_back({"gather_order", none,
             [=] { gather_order_slow<<<n / kThreads, kThreads>>>(i_rand, table, a); },
             [=] { gather_order_fast<<<n / kThreads, kThreads>>>(i_sorted, table, b); },
-            [=](std::string& w) {
-                std::vector<float> ra(n), rb(n);
-                CHECK(cudaMemcpy(ra.data(), a, n * 4, cudaMemcpyDeviceToHost));
-                CHECK(cudaMemcpy(rb.data(), b, n * 4, cudaMemcpyDeviceToHost));
-                size_t diff = 0;
-                for (size_t j = 0; j < n; ++j) diff += ra[order[j]] != rb[j];
-                w = std::to_string(diff) + " of " + std::to_string(n) + " results differ through the permutation";
-                return diff == 0;
-            }});
+            [=](std::string& w) { return compare_through_permutation(a, b, order, w); }});
     }
     {   // blocks of 128 or 256 threads (the same time)
         size_t n = (size_t)8 << 20;

@@ -169,15 +169,7 @@ static void add_set9_pairs(std::vector<Pair>& pairs) {
         pairs.push_back({"interpreter", none,
             [=] { interpreter_slow<<<n / kThreads, kThreads>>>(o_rand, v_rand, a); },
             [=] { interpreter_fast<<<n / kThreads, kThreads>>>(o_sorted, v_sorted, b); },
-            [=](std::string& w) {
-                std::vector<float> ra(n), rb(n);
-                CHECK(cudaMemcpy(ra.data(), a, n * 4, cudaMemcpyDeviceToHost));
-                CHECK(cudaMemcpy(rb.data(), b, n * 4, cudaMemcpyDeviceToHost));
-                size_t diff = 0;
-                for (size_t j = 0; j < n; ++j) diff += ra[order[j]] != rb[j];
-                w = std::to_string(diff) + " of " + std::to_string(n) + " results differ through the permutation";
-                return diff == 0;
-            }});
+            [=](std::string& w) { return compare_through_permutation(a, b, order, w); }});
     }
     {   // a mask read as floats
         size_t n = (size_t)64 << 20, n4 = n / 4;

@@ -78,6 +78,19 @@ inline bool compare_floats(const float* a_dev, const float* b_dev, size_t n, dou
     why = buf;
     return nonzero > 0 && (rtol == 0 ? worst == 0 : worst <= rtol);
 }
+// Outputs of two runs over the same elements in different orders: run b's j-th result is run a's
+// order[j]-th (a permuted copy of the inputs on the host). Bitwise equality through the permutation.
+inline bool compare_through_permutation(const float* a_dev, const float* b_dev, const std::vector<size_t>& order,
+                                        std::string& why) {
+    size_t n = order.size();
+    std::vector<float> ra(n), rb(n);
+    CHECK(cudaMemcpy(ra.data(), a_dev, n * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(rb.data(), b_dev, n * 4, cudaMemcpyDeviceToHost));
+    size_t diff = 0;
+    for (size_t j = 0; j < n; ++j) diff += ra[order[j]] != rb[j];
+    why = std::to_string(diff) + " of " + std::to_string(n) + " results differ through the permutation";
+    return diff == 0;
+}
 inline bool compare_bytes(const void* a_dev, const void* b_dev, size_t n, std::string& why) {
     std::vector<uint8_t> a(n), b(n);
     CHECK(cudaMemcpy(a.data(), a_dev, n, cudaMemcpyDeviceToHost));

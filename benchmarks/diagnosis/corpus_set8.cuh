@@ -71,16 +71,13 @@ extern "C" __global__ void stencil_global_fast(const float* __restrict__ in, flo
 // A 4096 x 4096 fp32 image, out = in * 1.5 - 0.25 at (x, y), one load in flight per warp. The same
 // kernel is launched with 16 x 2 blocks (one warp: an SM holds 32 blocks, so 32 of its 64 warp slots)
 // or 32 x 8 blocks. Each warp's two 64-byte row pieces use every sector they touch.
-extern "C" __global__ void tiny_blocks_2d_slow(const float* __restrict__ in, float* __restrict__ out, int width) {
+__device__ __forceinline__ void image_element(const float* __restrict__ in, float* __restrict__ out, int width) {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     size_t i = (size_t)y * width + x;
     out[i] = stream_op(in[i]);
 }
-extern "C" __global__ void tiny_blocks_2d_fast(const float* __restrict__ in, float* __restrict__ out, int width) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    size_t i = (size_t)y * width + x;
-    out[i] = stream_op(in[i]);
-}
+extern "C" __global__ void tiny_blocks_2d_slow(const float* __restrict__ in, float* __restrict__ out, int width) { image_element(in, out, width); }
+extern "C" __global__ void tiny_blocks_2d_fast(const float* __restrict__ in, float* __restrict__ out, int width) { image_element(in, out, width); }
 
 // ---------------------------------------------------------------- unfused-fp32 (a complex multiply-add)
 // 512 steps of z = z * w + c on complex floats (|w| < 1, a damped rotation). The slow kernel writes

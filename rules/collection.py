@@ -24,11 +24,17 @@ QUICK_EXTRA_METRICS = (
 )
 
 
-# Raw names the catalog reads that no --metrics request can name: always collected, section
-# outputs, the source counters' totals, and values kernelscope computes while reading a report.
-NOT_REQUESTABLE_PREFIXES = ("launch__", "device__", "static__", "derived__", "smsp__average_warps_issue_stalled_",
-                            "memory_l2_theoretical_sectors_", "kernelscope__")
+# Raw names the catalog and the rules read that no --metrics request can name: section outputs
+# (derived metrics, the source counters' totals) and values kernelscope computes while reading a report.
+SECTION_OUTPUT_PREFIXES = ("derived__", "memory_l2_theoretical_sectors_", "kernelscope__")
 SOURCE_COUNTER_TOTALS = ("thread_inst_executed",)
+# What the catalog reads that needs no request either: launch and device attributes (always
+# collected), static values (from the binary) and the stall ratios (QUICK_EXTRA_METRICS names them).
+CATALOG_UNNAMED_PREFIXES = ("launch__", "device__", "static__", "smsp__average_warps_issue_stalled_")
+
+
+def _section_output(name: str) -> bool:
+    return name.startswith(SECTION_OUTPUT_PREFIXES) or name in SOURCE_COUNTER_TOTALS
 
 
 def catalog_metrics() -> list[str]:
@@ -43,7 +49,7 @@ def catalog_metrics() -> list[str]:
     names: list[str] = []
     for definition in load_catalog().metrics.values():
         for name in definition.raw_metrics():
-            if name.startswith(NOT_REQUESTABLE_PREFIXES) or name in SOURCE_COUNTER_TOTALS:
+            if name.startswith(CATALOG_UNNAMED_PREFIXES) or _section_output(name):
                 continue
             if name not in names:
                 names.append(name)
@@ -52,9 +58,7 @@ def catalog_metrics() -> list[str]:
 
 def quick_metrics() -> list[str]:
     """The quick set: what the catalog, the rules and the roofline read, the stall breakdown and the mix."""
-    rules = [m for m in load_rules().raw_metrics()
-             if not m.startswith(("derived__", "memory_l2_theoretical_sectors_", "kernelscope__"))
-             and m not in SOURCE_COUNTER_TOTALS]
+    rules = [m for m in load_rules().raw_metrics() if not _section_output(m)]
     return list(dict.fromkeys([*catalog_metrics(), *QUICK_EXTRA_METRICS, *required_metrics(), *rules]))
 
 

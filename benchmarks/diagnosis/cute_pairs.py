@@ -229,11 +229,13 @@ def compile_only() -> int:
     for name, slow, fast, dtype, shape, extra, _ in pairs(132):
         for side, fn in (("slow", slow), ("fast", fast)):
             args = [_fake(dtype, shape), _fake(dtype, shape)] + [cutlass.Int32(e) for e in extra]
-            compiled = cute.compile(fn, *args, options="--keep-cubin")
-            with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-                f.write(compiled.__cubin__)
-                f.flush()
-                listings = dump_sass(f.name)
+            # --dump-dir: the DSL otherwise writes each kept cubin into the working directory.
+            with tempfile.TemporaryDirectory(prefix="kernelscope-cute-pairs-") as scratch:
+                compiled = cute.compile(fn, *args, options=f"--keep-cubin --dump-dir={scratch}")
+                cubin = os.path.join(scratch, "listed.cubin")
+                with open(cubin, "wb") as f:
+                    f.write(compiled.__cubin__)
+                listings = dump_sass(cubin)
             ops = Counter(op for listing in listings.values() for op in sass_opcodes(listing))
             keep = {op: n for op, n in ops.items() if op.split(".")[0] in ("LDG", "STG", "LDS", "STS", "LDL", "STL", "BRA")}
             print(f"{name}_{side}: {sorted(keep.items())}")

@@ -20,6 +20,8 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
+from kernelscope.kernels.cute_build import artifact_options  # noqa: E402
+
 N = 1 << 24              # elements of the elementwise kernels (64 MiB of fp32)
 THREADS = 256
 
@@ -249,11 +251,11 @@ def compile_all_fake() -> dict[str, object]:
     x, y = _fake_vector(N), _fake_vector(N)
     out = {}
     for name, fn, extra in _KERNELS(sm_count=132):
-        out[name] = cute.compile(fn, x, y, *extra, options="--keep-cubin")
+        out[name] = cute.compile(fn, x, y, *extra, options=artifact_options("kernelscope-rule-kernels-"))
     a = cute.runtime.make_fake_compact_tensor(cutlass.Float16, (GEMM_M, GEMM_K), stride_order=(1, 0), assumed_align=16)
     b = cute.runtime.make_fake_compact_tensor(cutlass.Float16, (GEMM_N, GEMM_K), stride_order=(1, 0), assumed_align=16)
     c = cute.runtime.make_fake_compact_tensor(cutlass.Float32, (GEMM_M, GEMM_N), stride_order=(1, 0), assumed_align=16)
-    out["warp_mma"] = cute.compile(warp_mma, a, b, c, options="--keep-cubin")
+    out["warp_mma"] = cute.compile(warp_mma, a, b, c, options=artifact_options("kernelscope-rule-kernels-"))
     return out
 
 

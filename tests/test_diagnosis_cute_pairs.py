@@ -17,13 +17,17 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis" / "
 
 
 @pytest.fixture(scope="module")
-def opcodes() -> dict[str, dict[str, int]]:
+def opcodes(tmp_path_factory) -> dict[str, dict[str, int]]:
     pytest.importorskip("cutlass")
     from kernelscope.toolchain.tools import which_cuda_tool
     if which_cuda_tool("cuobjdump") is None:
         pytest.skip("cuobjdump is not available")
-    done = subprocess.run([sys.executable, str(SCRIPT), "--compile-only"], capture_output=True, text=True, timeout=900)
+    workdir = tmp_path_factory.mktemp("cute_pairs_cwd")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--compile-only"], capture_output=True, text=True,
+                          timeout=900, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
+    # Kept cubins go to a scratch folder, never into the directory the command runs in.
+    assert list(workdir.iterdir()) == []
     found = {}
     for line in done.stdout.splitlines():
         name, _, listed = line.partition(": ")

@@ -591,3 +591,20 @@ def test_the_same_requests_fetching_more_sectors_are_uncoalesced_not_a_second_re
     mask = diagnose(detailed["float_mask_slow"], detailed["float_mask_fast"]).findings
     assert "fetched-sectors-vs-reference" not in {f.rule_id for f in mask}
     assert mask[0].rule_id == "dram-traffic-vs-reference"
+
+
+def test_shared_atomics_replays_in_the_detailed_set_are_contention_not_bank_conflicts():
+    # The detailed set has no per-op shared wavefronts: the source counters' excess (24.9 M) counts
+    # the atomics' replays with any bank conflicts. 2,112 shared loads and stores could take at most
+    # 32 wavefronts each; the rest (>= 25.9 M for 1.08 M ATOMS, ~24 each) is the atomics'.
+    detailed = {p.name: p for p in load_profiles(REPORTS / "planted-detailed2.json.xz")}
+    findings = diagnose(detailed["shared_atomics_slow"], detailed["shared_atomics_fast"]).findings
+    assert findings[0].rule_id == "shared-atomic-contention" and findings[0].explains > 0.9
+    assert "shared-bank-conflicts" not in {f.rule_id for f in findings}
+    # Negative controls: the fast twin's conflict-free atomics, and a transpose's conflicting loads
+    # and stores, which stay bank conflicts.
+    assert "shared-atomic-contention" not in {f.rule_id for f in evaluate_all(detailed["shared_atomics_fast"]).findings}
+    first = {p.name: p for p in load_profiles(REPORTS / "planted-detailed.json.xz")}
+    conflicts = diagnose(first["bank_conflicts_slow"], first["bank_conflicts_fast"]).findings
+    assert conflicts[0].rule_id == "shared-bank-conflicts"
+    assert "shared-atomic-contention" not in {f.rule_id for f in conflicts}

@@ -274,10 +274,11 @@ def test_the_detailed_set_fallbacks_on_pairs_they_were_not_written_on():
     # profiled after the fallbacks were committed. Measured: 35 first, 39 in the first three; ncu 2
     # and 10; quiet on 4 of 5 same-time pairs (gather_chain a false alarm). Since, the three
     # uncoalesced pairs that named DRAM traffic first name the fetched sectors, and shared atomics'
-    # replays are told from bank conflicts (39 first, 40 in three; no longer held out for those
-    # rules). Floors for kernelscope, exact values for ncu, as in the full-set benchmark.
+    # replays are told from bank conflicts, and load waits behind a hot atomic slice are contention
+    # (40 first, 40 in three; no longer held out for those rules). Floors for kernelscope, exact
+    # values for ncu, as in the full-set benchmark.
     rows, total = bench.run(bench.DEFAULT_DIR / "detailed_set_held_out")
     assert total["pairs"] == 41
-    assert total["kernelscope_hit1"] >= 39 and total["kernelscope_hit3"] >= 40
+    assert total["kernelscope_hit1"] >= 40 and total["kernelscope_hit3"] >= 40
     assert (total["ncu_hit1"], total["ncu_hit3"]) == (2, 10)
     assert total["same_pairs"] == 5 and total["kernelscope_quiet"] >= 4

@@ -608,3 +608,18 @@ def test_shared_atomics_replays_in_the_detailed_set_are_contention_not_bank_conf
     conflicts = diagnose(first["bank_conflicts_slow"], first["bank_conflicts_fast"]).findings
     assert conflicts[0].rule_id == "shared-bank-conflicts"
     assert "shared-atomic-contention" not in {f.rule_id for f in conflicts}
+
+
+def test_loads_waiting_behind_a_hot_atomic_slice_are_contention_not_latency():
+    # Every thread adds to one 64-bit counter: the busiest L2 slice's atomic unit is 77 % busy while
+    # the memory system as a whole is 2.5 % busy. The warps' long-scoreboard waits (440 cycles per
+    # issued instruction against 43, sampled) queue behind that slice; the latency rules took them
+    # for too little in flight and named exposed latency first (~100 %) in the detailed set.
+    detailed = {p.name: p for p in load_profiles(REPORTS / "planted-detailed2.json.xz")}
+    findings = diagnose(detailed["one_counter_slow"], detailed["one_counter_fast"]).findings
+    assert findings[0].cause == "atomic-contention"
+    assert "exposed-latency" not in {f.cause for f in findings}
+    # Negative control: a pair with no hot slice still names its latency (loads behind maybe-aliasing
+    # stores, set 9).
+    set9 = {p.name: p for p in load_profiles(REPORTS / "planted-set9.json.xz")}
+    assert diagnose(set9["alias_prefix_slow"], set9["alias_prefix_fast"]).findings[0].rule_id == "long-scoreboard-vs-reference"

@@ -27,7 +27,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.merge import group_by_nvtx, merge_profiles  # noqa: F401  (re-exported)
 from kernelscope.profiler.ncu_rules import ncu_rule_results
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
-from kernelscope.toolchain.sass_idioms import (BF16_UNPACK, IMAD_MOVE, METRIC_NAMES, MOVE_PREFIX, UNPACK_OPCODES,
+from kernelscope.toolchain.sass_idioms import (BF16_UNPACK, FLOAT_EXPONENT, IMAD_MOVE, METRIC_NAMES, MOVE_PREFIX, OPERAND_IDIOM_OPCODES,
                                                 idiom_counts)
 from kernelscope.toolchain.tools import which_cuda_tool
 
@@ -415,8 +415,8 @@ def _profile_from_action(action: Any, source: str, index: int, session: Session,
 
 
 def _sass_idiom_metrics(action: Any, mix: dict[str, float], sass_seen: dict[tuple[str, int], str]) -> dict[str, Metric]:
-    """Executed instructions per SASS idiom (toolchain.sass_idioms: bf16 unpacking and register
-    copies that use integer opcodes). IMAD.MOV is a copy whatever its operands, so the opcode mix
+    """Executed instructions per SASS idiom (toolchain.sass_idioms: bf16 unpacking, exponent
+    shifts and register copies that use integer opcodes). IMAD.MOV is a copy whatever its operands, so the opcode mix
     with modifiers (InstructionStats) counts it exactly; an unpack needs its operands, read from
     the SASS of each instruction where the report has per-instruction executed counts
     (SourceCounters). That read costs ~0.3 ms an instruction, so it is done only where the
@@ -432,9 +432,10 @@ def _sass_idiom_metrics(action: Any, mix: dict[str, float], sass_seen: dict[tupl
     if with_modifiers:
         moves = sum(n for op, n in with_modifiers.items() if op.startswith(MOVE_PREFIX))
         out[METRIC_NAMES[IMAD_MOVE]] = Metric(value=moves, unit="inst")
-        candidates = sum(with_modifiers.get(op, 0.0) for op in UNPACK_OPCODES)
+        candidates = sum(with_modifiers.get(op, 0.0) for op in OPERAND_IDIOM_OPCODES)
         if candidates == 0:
             out[METRIC_NAMES[BF16_UNPACK]] = Metric(value=0.0, unit="inst")
+            out[METRIC_NAMES[FLOAT_EXPONENT]] = Metric(value=0.0, unit="inst")
             return out
     else:
         candidates = mix.get("IMAD", 0.0) + mix.get("SHF", 0.0)
@@ -461,7 +462,7 @@ def _sass_idiom_metrics(action: Any, mix: dict[str, float], sass_seen: dict[tupl
         hot.append((sass_at(pc), n))
         budget -= n
     counts = idiom_counts(hot)
-    kinds = (BF16_UNPACK,) if with_modifiers else (BF16_UNPACK, IMAD_MOVE)
+    kinds = (BF16_UNPACK, FLOAT_EXPONENT) if with_modifiers else (BF16_UNPACK, FLOAT_EXPONENT, IMAD_MOVE)
     out.update({METRIC_NAMES[k]: Metric(value=counts[k], unit="inst") for k in kinds})
     return out
 

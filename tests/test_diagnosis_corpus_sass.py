@@ -258,3 +258,17 @@ def test_set10_pairs_carry_their_defects_in_the_sass(sass):
     # The gather and the block-size pair: one kernel body each, launched over other data or blocks.
     assert sass["gather_order_slow"] == sass["gather_order_fast"]
     assert sass["same_block_128_slow"] == sass["same_block_128_fast"]
+
+
+def test_precise_expf_adds_exponent_shifts_not_index_math(listings):
+    # The same_expf pair: expf's range reduction builds 2^n with SHF.L.U32 n, 0x17 -- integer
+    # opcodes that the index-math share used to count (24-39 % of a noise gap claimed as index math).
+    from kernelscope.toolchain.sass_idioms import FLOAT_EXPONENT, idiom_counts
+    lines = {name: [m.group(2) for m in _SASS_LINE.finditer(listings[name])] for name in ("same_expf_slow", "same_expf_fast")}
+    slow = idiom_counts((text, 1.0) for text in lines["same_expf_slow"])
+    fast = idiom_counts((text, 1.0) for text in lines["same_expf_fast"])
+    assert slow[FLOAT_EXPONENT] == 4 and fast[FLOAT_EXPONENT] == 0
+    # What is left of the integer ops after the shifts is the same address math on both sides.
+    integer = ("IMAD", "LEA", "IADD3", "SHF", "VIADD")
+    left = {name: sum(t.split()[0].split(".")[0] in integer for t in texts) for name, texts in lines.items()}
+    assert left["same_expf_slow"] - slow[FLOAT_EXPONENT] == left["same_expf_fast"]

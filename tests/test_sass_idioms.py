@@ -7,7 +7,7 @@ import pytest
 
 from kernelscope.profiler.catalog import evaluate, load_catalog
 from kernelscope.profiler.sources import load_profiles
-from kernelscope.toolchain.sass_idioms import BF16_UNPACK, IMAD_MOVE, idiom, idiom_counts
+from kernelscope.toolchain.sass_idioms import BF16_UNPACK, FLOAT_EXPONENT, IMAD_MOVE, idiom, idiom_counts
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -25,6 +25,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
     ("SHF.L.U32 R2, R3, 0x4, RZ", None),
     ("IMAD R1, R2, R3, R4", None),
     ("IMAD.WIDE.U32 R2, R4, 0x10000, RZ", None),
+    ("SHF.L.U32 R5, R8, 0x17, RZ", FLOAT_EXPONENT),            # expf's 2^n, as ptxas emits it
+    ("IMAD.SHL.U32 R5, R8, 0x800000, RZ", FLOAT_EXPONENT),
+    ("SHF.L.U32 R5, R8, 0x17, R2", None),                      # a funnel shift with another word
+    ("SHF.L.U64.HI R0, R4, 0x17, R5", None),
+    ("LEA R5, R8, R2, 0x17", None),                            # n << 23 plus an addend: left as arithmetic
 ])
 def test_idiom(text, kind):
     assert idiom(text) == kind
@@ -33,7 +38,7 @@ def test_idiom(text, kind):
 def test_counts_are_weighted_by_executions():
     counts = idiom_counts([("IMAD.U32 R4, R5, 0x10000, RZ", 10.0), ("IMAD.MOV.U32 R1, RZ, RZ, R7", 3.0),
                            ("IMAD R1, R2, R3, R4", 100.0)])
-    assert counts == {BF16_UNPACK: 10.0, IMAD_MOVE: 3.0}
+    assert counts == {BF16_UNPACK: 10.0, IMAD_MOVE: 3.0, FLOAT_EXPONENT: 0.0}
 
 
 def test_a_report_with_source_counters_counts_executed_unpacks():

@@ -206,6 +206,10 @@ def _cost_difference(rule, f: Finding, reference: KernelProfile, result: Verdict
     reference_share = headroom(rule, reference, catalog)
     if not result.known or f.impact is None or reference_share is None:
         return None
+    # Within noise the two times are one time, and headrooms a few percent apart (a stall share
+    # re-weighted by other instruction counts) are one headroom: their difference is no cost.
+    if (result.slower_by or 0.0) < NOISE_FLOOR and f.impact <= reference_share * (1 + MEASURE_WITHIN):
+        return 0.0
     return max(0.0, f.impact * result.a_ns - reference_share * result.b_ns)
 
 

@@ -272,7 +272,8 @@ def test_reports_of_the_detailed_section_set_read_the_source_counters():
 def test_the_detailed_set_fallbacks_on_pairs_they_were_not_written_on():
     # benchmarks/diagnosis/detailed_set_held_out: 41 scored pairs of sets 2-10 under --set detailed,
     # profiled after the fallbacks were committed. Measured: 35 first, 39 in the first three; ncu 2
-    # and 10; quiet on 4 of 5 same-time pairs (gather_chain a false alarm). Since, the three
+    # and 10; quiet on 4 of 5 same-time pairs (gather_chain a false alarm, quiet since equal
+    # headrooms share out no noise gap). Since, the three
     # uncoalesced pairs that named DRAM traffic first name the fetched sectors, and shared atomics'
     # replays are told from bank conflicts, and load waits behind a hot atomic slice are contention
     # and re-loads are read from the ideal sectors (41 first, 41 in three; no longer held out for
@@ -281,4 +282,4 @@ def test_the_detailed_set_fallbacks_on_pairs_they_were_not_written_on():
     assert total["pairs"] == 41
     assert total["kernelscope_hit1"] >= 41 and total["kernelscope_hit3"] >= 41
     assert (total["ncu_hit1"], total["ncu_hit3"]) == (2, 10)
-    assert total["same_pairs"] == 5 and total["kernelscope_quiet"] >= 4
+    assert total["same_pairs"] == 5 and total["kernelscope_quiet"] >= 5

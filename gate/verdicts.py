@@ -276,6 +276,13 @@ def _judge_kernels(case_id: str, family: str, base_entries, cur_entries, policy:
             if rule.ignore:
                 continue
             bval, cval = bv.get(name), cv.get(name)
+            if name not in bv and not is_mix:
+                # A metric the baseline's tool did not produce (one added since): the baseline
+                # defines what is gated, and it lost nothing; re-save it to gate this one too.
+                out.append(MetricVerdict(case=case_id, family=family, metric=name, kernel=kernel, verdict=PASS,
+                                         reason="new since the baseline, not compared", current=cval,
+                                         unit=cu.get(name, "")))
+                continue
             if is_mix and b_mix and c_mix:
                 # An opcode absent from one histogram occurs zero times there.
                 bval, cval = bval or 0, cval or 0

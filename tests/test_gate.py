@@ -219,6 +219,17 @@ def test_metric_missing_on_one_side_is_inconclusive_with_reason():
     assert "not collected in the current run" in v.reason
 
 
+def test_a_metric_the_baseline_never_had_passes_uncompared():
+    # A newer kernelscope adds a metric: the baseline lost nothing, so the gate does not fail on
+    # it (a metric the baseline has and the run lacks stays inconclusive, above).
+    base, cur = _doc(), _doc()
+    cur["cases"][0]["static"][0]["metrics"]["kernelscope__sass_new_count"] = 4
+    result = g.gate(base, cur)
+    v = _verdict(result, "static", "kernelscope__sass_new_count")
+    assert v.verdict == g.PASS and "new since the baseline" in v.reason
+    assert result.exit_code == 0
+
+
 def test_counters_collected_on_one_side_only():
     base, cur = _doc(), _doc()
     base["cases"][0]["counters"] = [{"index": 0, "name": "k", "metrics": {}, "instruction_mix": {}}]

@@ -260,6 +260,50 @@ def test_set10_pairs_carry_their_defects_in_the_sass(sass):
     assert sass["same_block_128_slow"] == sass["same_block_128_fast"]
 
 
+def _highest_register(listing: str) -> int:
+    """The highest general register an instruction names (registers a thread needs: about one more)."""
+    return max(int(r) for r in re.findall(r"\bR(\d+)\b", " ".join(m.group(2) for m in _SASS_LINE.finditer(listing))))
+
+
+def test_set11_pairs_carry_their_defects_in_the_sass(sass, listings):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    # The MLP: the same 80 FFMA and 16 FMNMX an element. The slow kernel holds its 96 weights in
+    # registers (24 LDG.128 before the loop; R96 and above, so at most 2 blocks of 256 fit an SM's 64 K
+    # registers), the fast one reads them from constant bank 3 and fits 8 blocks (at most 32 registers).
+    slow, fast = b["mlp_registers_slow"], b["mlp_registers_fast"]
+    assert slow["FFMA"] == fast["FFMA"] == 80 and slow["FMNMX"] == fast["FMNMX"] == 16
+    assert sum(op.startswith("LDG.E.128") for op in sass["mlp_registers_slow"]) == 24 and fast["LDG"] == 1
+    assert "c[0x3]" not in listings["mlp_registers_slow"] and listings["mlp_registers_fast"].count("c[0x3]") >= 40
+    assert _highest_register(listings["mlp_registers_slow"]) >= 96 and _highest_register(listings["mlp_registers_fast"]) < 32
+    # One block per row against a cluster of 4: the same unrolled float4 loops on both sides; only the
+    # fast kernel meets its cluster (two cluster barriers) and reads the other blocks' sums (DSMEM loads).
+    slow, fast = b["few_rows_slow"], b["few_rows_fast"]
+    for op in ("LDG.E.128.CONSTANT", "STG.E.128"):
+        assert sass["few_rows_slow"].count(op) == sass["few_rows_fast"].count(op) > 0, op
+    assert slow["BAR"] == fast["BAR"] == 1 and slow["UCGABAR_ARV"] == slow["LD"] == 0
+    assert fast["UCGABAR_ARV"] == fast["UCGABAR_WAIT"] == 2 and fast["LD"] == 4
+    # Per-channel taps: 9 LDC at a per-lane offset on the slow side, 9 more LDG on the fast one.
+    assert len(re.findall(r"LDC R\d+, c\[0x3\]\[R", listings["channel_taps_slow"])) == 9
+    assert "c[0x3]" not in listings["channel_taps_fast"]
+    assert b["channel_taps_slow"]["LDG"] == 9 and b["channel_taps_fast"]["LDG"] == 18
+    assert b["channel_taps_slow"]["FFMA"] == b["channel_taps_fast"]["FFMA"] == 9
+    # The double sum: a widening and a DADD per point of the 8-fold unrolled loop, one narrowing at the
+    # end; the float sum is one FFMA per point and no FP64 at all.
+    slow, fast = sass["double_sum_slow"], sass["double_sum_fast"]
+    assert slow.count("F2F.F64.F32") == 8 and slow.count("F2F.F32.F64") == 1 and _bases(slow)["DADD"] == 8
+    assert not [op for op in fast if op.startswith(("DADD", "DFMA", "DMUL", "F2F"))] and _bases(fast)["FFMA"] == 8
+    # seq_cst against relaxed: a fence (and its L1 invalidations) before each of the 8 ATOMs, nothing else.
+    slow, fast = sass["seq_cst_deposit_slow"], sass["seq_cst_deposit_fast"]
+    assert slow.count("MEMBAR.SC.GPU") == 8 and not [op for op in fast if op.startswith(("MEMBAR", "CCTL"))]
+    assert _bases(slow)["ATOM"] == _bases(fast)["ATOM"] == 8 and _bases(slow)["LDG"] == _bases(fast)["LDG"] == 3
+    assert not _differs_only_in(slow, fast, INDEX_MATH | {"MEMBAR", "ERRBAR", "CGAERRBAR", "CCTL"})
+    # The unused shared memory: one kernel, launched with 64 KB of dynamic shared memory or none.
+    assert sass["same_smem_64k_slow"] == sass["same_smem_64k_fast"]
+    source = (CORPUS / "corpus_set11.cuh").read_text()
+    assert "same_smem_64k_slow<<<threads / kThreads, kThreads, kUnusedSmem>>>" in source
+    assert "same_smem_64k_fast<<<threads / kThreads, kThreads>>>" in source and "kUnusedSmem = 64 * 1024" in source
+
+
 def test_precise_expf_adds_exponent_shifts_not_index_math(listings):
     # The same_expf pair: expf's range reduction builds 2^n with SHF.L.U32 n, 0x17 -- integer
     # opcodes that the index-math share used to count (24-39 % of a noise gap claimed as index math).

@@ -19,6 +19,7 @@
 #include "corpus_set8.cuh"  // the eighth, held out likewise
 #include "corpus_set9.cuh"  // the ninth, held out likewise
 #include "corpus_set10.cuh"  // the tenth, held out likewise
+#include "corpus_set11.cuh"  // the eleventh, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -404,6 +405,7 @@ static std::vector<Pair> build_pairs() {
     add_set8_pairs(pairs);
     add_set9_pairs(pairs);
     add_set10_pairs(pairs);
+    add_set11_pairs(pairs);
     return pairs;
 }
 

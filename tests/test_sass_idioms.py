@@ -61,3 +61,18 @@ def test_a_report_without_per_instruction_counts_has_no_idiom_metric():
     # index-math share (had the mix been collected) would keep every IMAD.
     kernels = load_profiles(FIXTURES / "h200-torch-242-launches.metrics6.ncu-rep.xz")
     assert kernels and all(k.value("kernelscope__sass_bf16_unpack") is None for k in kernels)
+
+
+def test_a_report_counts_executed_exponent_shifts_and_leaves_them_out_of_index_math():
+    # The corpus's same_expf pair re-profiled with SourceCounters (H100): precise expf builds 2^n with
+    # SHF.L.U32 n, 0x17, four per warp (262,144 warps). The report reader counted them from the SASS;
+    # the index-math share of the slow kernel falls below the fast one's, and the diff of these two
+    # same-time kernels names no index math (it claimed 24-39 % of the noise gap before).
+    from kernelscope.rules.diagnosis import diagnose
+    kernels = {p.name: p for p in load_profiles(FIXTURES / "h100-same-expf-recheck.json.xz")}
+    slow, fast = kernels["same_expf_slow"], kernels["same_expf_fast"]
+    assert slow.value("kernelscope__sass_float_exponent") == 4 * 262144
+    assert fast.value("kernelscope__sass_float_exponent") == 0
+    catalog = load_catalog()
+    assert catalog.evaluate(slow, "address_math_share") < catalog.evaluate(fast, "address_math_share")
+    assert "address-math-vs-reference" not in {f.rule_id for f in diagnose(slow, fast).findings}

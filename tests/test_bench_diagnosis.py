@@ -23,7 +23,7 @@ REQUIRED_CAUSES = {
     "spills-local", "grid-too-small", "occupancy-registers", "unfused-fp32", "integer-index-math",
     "special-math", "exposed-latency", "dram-traffic",
 }
-# Measured on the committed corpus (72 scored pairs): kernelscope hit@1 72 and hit@3 72. On the
+# Measured on the committed corpus (75 scored pairs): kernelscope hit@1 75 and hit@3 75. On the
 # first 16: 14 and 15 of 15 before the impact model compared costs on both kernels, 3 and 4 before
 # the cause rules. On the 11 recorded later (planted-set2, gemm-cluster), at their first diff: 9 of
 # the 10 planted pairs first (one-warp blocks blamed on warp imbalance), and the cluster pair named
@@ -33,10 +33,10 @@ REQUIRED_CAUSES = {
 # the 3 of set 7: 2 first; the 4 scored of set 8: all first, one with ~4 % of its gap (no main
 # reason) before the Wait-growth count; the 4 of set 9: 3 first, and its same-time pair a false alarm;
 # the 3 of set 10: all first, one with ~20 % of its gap (no main reason) before the MMA-shape rule;
-# the 3 CuTe DSL pairs: all first; the 5 of set 11: all first, its same-time pair quiet
-# (benchmarks/diagnosis/README.md). ncu's rules hit@1 7, hit@3 26.
-KERNELSCOPE_FLOOR = {"hit1": 72, "hit3": 72}
-NCU_MEASURED = {"hit1": 7, "hit3": 26}
+# the 3 CuTe DSL pairs: all first; the 5 of set 11: all first, its same-time pair quiet; the 3 of
+# the second CuTe DSL set: all first (benchmarks/diagnosis/README.md). ncu's rules hit@1 8, hit@3 28.
+KERNELSCOPE_FLOOR = {"hit1": 75, "hit3": 75}
+NCU_MEASURED = {"hit1": 8, "hit3": 28}
 # ncu's own top rules per pair, as recorded (hit@1, hit@3): every other scored pair is (False, False).
 NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "divergence": (True, True),
             "spills_local": (False, True), "unfused_fp32": (True, True), "exposed_latency": (False, True),
@@ -45,6 +45,7 @@ NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "dive
             "gemv_rows": (False, True), "trip_counts": (True, True), "stride2_conflicts": (True, True),
             "row_per_thread": (False, True), "block_order": (False, True),
             "mlp_registers": (False, True), "few_rows": (False, True),
+            "cute2_thread_layout_order": (False, True), "cute2_halves_by_lane": (True, True),
             "stride2_loads": (False, True), "complex_mac": (True, True),
             "alias_prefix": (False, True), "local_table": (False, True), "gather_order": (False, True),
             "cute_smem_transpose": (False, True), "cute_local_fragment": (False, True)}
@@ -74,7 +75,8 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
                                                      "equal_gemm_mma_ring3", "same_rmsnorm_without_squares",
                                                      "same_copy_unroll", "same_block_512",
                                                      "same_broadcast_reads", "same_index_div", "same_expf",
-                                                     "same_block_128", "cute_same_stride_unroll", "same_smem_64k"]
+                                                     "same_block_128", "cute_same_stride_unroll", "same_smem_64k",
+                                                     "cute2_same_layout_rows"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -150,11 +152,14 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 100
+    assert len(rows) == 104
     for row in rows:
         # A planting that came out the other way round (not scored) leaves A faster: nothing to explain.
         reversed_planting = not row["scored"] and row["gap"] < 1
-        assert row["ncu"]["top"] and (row["kernelscope"]["top"] or row.get("same") or reversed_planting), row["id"]
+        # A same-time planting that came out different and whose difference no rule reads (not scored):
+        # kernelscope names nothing, and says so.
+        unread = row["id"] in {"cute2_same_layout_rows"}
+        assert row["ncu"]["top"] and (row["kernelscope"]["top"] or row.get("same") or reversed_planting or unread), row["id"]
         if row["scored"]:
             # measured under ncu; the smallest gaps: the WGMMA chain's 1.12x, the unrolled code's 1.14x
             assert row["gap"] > 1.1, row
@@ -162,7 +167,7 @@ def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
 
 def test_totals_hold_what_was_measured(result):
     rows, total = result
-    assert total["pairs"] == 72
+    assert total["pairs"] == 75
     # Two launches that take the same time: no main reason, no cause in the code claiming a quarter of the gap.
     assert (total["same_pairs"], total["kernelscope_quiet"]) == (15, 15)
     for k, floor in KERNELSCOPE_FLOOR.items():

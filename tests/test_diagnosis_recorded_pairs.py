@@ -692,3 +692,17 @@ def test_occupancy_causes_are_priced_without_warp_states():
     assert headroom(rule, slow, catalog) == pytest.approx(
         (1 - catalog.evaluate(slow, "occupancy_limit_registers")
          / min(catalog.evaluate(slow, "occupancy_limit_warps"), catalog.evaluate(slow, "occupancy_limit_shared_mem"))) * latency, rel=0.05)
+
+
+def test_sectors_wasted_by_a_thread_layout_are_not_reloads():
+    # The second CuTe DSL set's column-stepping thread layout: 8x the L1 sectors of its row-stepping
+    # twin, most of them hits on neighbouring lanes' sectors, for the same ideal sectors asked for.
+    # The re-load rule read that as data loaded again (~50 % of the gap, second).
+    cute2 = load_profiles(REPORTS / "cute-set2.json.xz")
+    by_range = {r.split(":", 1)[1]: p for p in cute2 for r in p.nvtx_ranges if r.startswith("cute2:")}
+    findings = diagnose(by_range["thread_layout_order_slow"], by_range["thread_layout_order_fast"]).findings
+    assert findings[0].cause == "uncoalesced-access"
+    assert "global-reloads-vs-reference" not in {f.rule_id for f in findings}
+    # Negative control: the untiled GEMM asks for 20x the ideal sectors and stays re-loads (set 2).
+    set2 = {p.name: p for p in load_profiles(REPORTS / "planted-set2.json.xz")}
+    assert diagnose(set2["data_reuse_slow"], set2["data_reuse_fast"]).findings[0].rule_id == "global-reloads-vs-reference"

@@ -191,8 +191,13 @@ def _global_reloads(k):
     base = k["unfused_fp32_fast"]
     sectors = float(base.value("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"))
     loads = float(base.value("smsp__sass_inst_executed_op_global_ld.sum"))
+    # Loaded again for each use, the operands are asked for again: 16x the ideal sectors of the loads.
+    asked = {}
+    if base.value("memory_l2_theoretical_sectors_global_ideal") is not None:
+        asked = {"memory_l2_theoretical_sectors_global_ideal":
+                 float(base.value("memory_l2_theoretical_sectors_global_ideal")) + 15 * sectors}
     return base, plant(base, slower=3.0, extra_instructions=15 * loads, mix={"LDG": 16 * loads},
-                       metrics={"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 16 * sectors,
+                       metrics={**asked, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 16 * sectors,
                                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum": 0.94 * 16 * sectors,
                                 "smsp__sass_inst_executed_op_global_ld.sum": 16 * loads,
                                 "l1tex__throughput.avg.pct_of_peak_sustained_elapsed": 90.0,

@@ -6,33 +6,15 @@ unrolled loop. No GPU (what they measure on one: benchmarks/diagnosis/README.md)
 
 from __future__ import annotations
 
-import ast
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis" / "cute_pairs.py"
+from cute_pairs_compile import compiled_opcodes
+
 
 
 @pytest.fixture(scope="module")
 def opcodes(tmp_path_factory) -> dict[str, dict[str, int]]:
-    pytest.importorskip("cutlass")
-    from kernelscope.toolchain.tools import which_cuda_tool
-    if which_cuda_tool("cuobjdump") is None:
-        pytest.skip("cuobjdump is not available")
-    workdir = tmp_path_factory.mktemp("cute_pairs_cwd")
-    done = subprocess.run([sys.executable, str(SCRIPT), "--compile-only"], capture_output=True, text=True,
-                          timeout=900, cwd=workdir)
-    assert done.returncode == 0, done.stderr[-2000:]
-    # Kept cubins go to a scratch folder, never into the directory the command runs in.
-    assert list(workdir.iterdir()) == []
-    found = {}
-    for line in done.stdout.splitlines():
-        name, _, listed = line.partition(": ")
-        found[name] = dict(ast.literal_eval(listed))  # a sorted list of (opcode, count) pairs
-    return found
+    return compiled_opcodes("cute_pairs.py", tmp_path_factory.mktemp("cute_pairs_cwd"))
 
 
 def test_every_pair_compiles_and_carries_only_its_defect(opcodes):

@@ -24,6 +24,9 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cute_pair_runner import Pair, compile_only, run_on_gpu  # noqa: E402
+
 THREADS = 256
 
 
@@ -204,13 +207,25 @@ def stride_fast(mX: cute.Tensor, mY: cute.Tensor, blocks: cutlass.Int32):
 
 # ---------------------------------------------------------------- the pairs
 # (name, slow, fast, input dtype, input shape, extra launch arguments given the SM count, rtol)
-def pairs(sm_count: int):
-    return [
+def pairs(sm_count: int) -> list[Pair]:
+    listed = [
         ("bf16_scalar", bf16_scalar_slow, bf16_scalar_fast, "bfloat16", (BF16_N,), (), 0.0),
         ("smem_transpose", transpose_slow, transpose_fast, "float32", (T_N, T_N), (), 0.0),
         ("local_fragment", fragment_slow, fragment_fast, "float32", (F_N,), (), 0.0),
         ("same_stride_unroll", stride_slow, stride_fast, "float32", (S_N,), (sm_count * 8,), 0.0),
     ]
+    # Input uniform in [0, 1) of the pair's dtype; the output of the same shape and dtype.
+    return [Pair(name, slow, fast,
+                 make_input=lambda torch, g, shape=shape, dtype=dtype:
+                     torch.rand(shape, generator=g, dtype=torch.float32).to(getattr(torch, dtype)).cuda(),
+                 make_output=lambda torch, x: torch.full_like(x, float("nan")),
+                 fake_args=lambda dtype=dtype, shape=shape: [_fake(dtype, shape), _fake(dtype, shape)],
+                 extra=extra, rtol=rtol)
+            for name, slow, fast, dtype, shape, extra, rtol in listed]
+
+
+# The opcodes that carry the planted defects (or show that the code is the same).
+SHOWN = ("LDG", "STG", "LDS", "STS", "LDL", "STL", "BRA")
 
 
 def _fake(dtype: str, shape):
@@ -219,87 +234,10 @@ def _fake(dtype: str, shape):
     return cute.runtime.make_fake_compact_tensor(element, shape, stride_order=order, assumed_align=16)
 
 
-def compile_only() -> int:
-    """Compile every kernel for sm_90a from fake tensors and print each one's defect-carrying opcodes."""
-    from collections import Counter
-
-    from kernelscope.toolchain.sass import dump_sass, sass_opcodes
-    import tempfile
-
-    for name, slow, fast, dtype, shape, extra, _ in pairs(132):
-        for side, fn in (("slow", slow), ("fast", fast)):
-            args = [_fake(dtype, shape), _fake(dtype, shape)] + [cutlass.Int32(e) for e in extra]
-            # --dump-dir: the DSL otherwise writes each kept cubin into the working directory.
-            with tempfile.TemporaryDirectory(prefix="kernelscope-cute-pairs-") as scratch:
-                compiled = cute.compile(fn, *args, options=f"--keep-cubin --dump-dir={scratch}")
-                cubin = os.path.join(scratch, "listed.cubin")
-                with open(cubin, "wb") as f:
-                    f.write(compiled.__cubin__)
-                listings = dump_sass(cubin)
-            ops = Counter(op for listing in listings.values() for op in sass_opcodes(listing))
-            keep = {op: n for op, n in ops.items() if op.split(".")[0] in ("LDG", "STG", "LDS", "STS", "LDL", "STL", "BRA")}
-            print(f"{name}_{side}: {sorted(keep.items())}")
-    return 0
-
-
-def run_on_gpu(profile: bool) -> int:
-    import torch
-    from cutlass.cute.runtime import from_dlpack
-
-    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"{torch.cuda.get_device_name(0)}, {sm_count} SMs")
-    failed = 0
-    launches = []
-    for name, slow, fast, dtype, shape, extra, rtol in pairs(sm_count):
-        g = torch.Generator(device="cpu").manual_seed(len(name))
-        x = torch.rand(shape, generator=g, dtype=torch.float32).to(getattr(torch, dtype)).cuda()
-        outs = {}
-        for side, fn in (("slow", slow), ("fast", fast)):
-            y = torch.full_like(x, float("nan"))
-            tx, ty = from_dlpack(x, assumed_align=16), from_dlpack(y, assumed_align=16)
-            args = [tx, ty] + [cutlass.Int32(e) for e in extra]
-            compiled = cute.compile(fn, *args)
-            compiled(*args)
-            outs[side] = (y, lambda c=compiled, a=args: c(*a))
-        torch.cuda.synchronize()
-        a, b = outs["slow"][0].float(), outs["fast"][0].float()
-        ok = bool(torch.isfinite(a).all()) and (torch.equal(a, b) if rtol == 0 else
-                                                bool(((a - b).abs() <= rtol * b.abs() + 1e-6).all()))
-        failed += not ok
-        if profile:
-            print(f"{name:24s} {'ok  ' if ok else 'FAIL'}")
-            launches += [(f"{name}_slow", outs["slow"][1]), (f"{name}_fast", outs["fast"][1])]
-            continue
-        times = {side: _median_us(torch, launch) for side, (_, launch) in outs.items()}
-        print(f"{name:24s} {'ok  ' if ok else 'FAIL'}  slow {times['slow']:8.1f} us  fast {times['fast']:8.1f} us  "
-              f"gap {times['slow'] / times['fast']:5.2f}x")
-    if profile:
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()
-        for label, launch in launches:
-            torch.cuda.nvtx.range_push(f"cute:{label}")
-            launch()
-            torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
-    return 1 if failed else 0
-
-
-def _median_us(torch, launch) -> float:
-    times = []
-    for rep in range(23):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        if rep >= 3:
-            times.append(start.elapsed_time(stop) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
-
-
 if __name__ == "__main__":
     if "--compile-only" in sys.argv:
-        sys.exit(compile_only())
-    sys.exit(run_on_gpu("--profile" in sys.argv))
+        sys.exit(compile_only(pairs(132), SHOWN))
+    import torch
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"{torch.cuda.get_device_name(0)}, {sm_count} SMs")
+    sys.exit(run_on_gpu(pairs(sm_count), "cute", "--profile" in sys.argv))

@@ -24,6 +24,9 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cute_pair_runner import Pair, compile_only, run_on_gpu  # noqa: E402
+
 THREADS = 256
 
 
@@ -180,13 +183,19 @@ def halves_fast(mX: cute.Tensor, mY: cute.Tensor):
 # ---------------------------------------------------------------- the pairs
 # (name, slow, fast, input shape, output shape, extra launch arguments given the SM count, rtol);
 # all fp32, inputs uniform in [0, 1).
-def pairs(sm_count: int):
-    return [
+def pairs(sm_count: int) -> list[Pair]:
+    listed = [
         ("thread_layout_order", layout_order_slow, layout_order_fast, (E_N, E_N), (E_N, E_N), (), 0.0),
         ("row_sum_in_flight", row_sum_slow, row_sum_fast, (R_ROWS, R_COLS), (R_ROWS,), (sm_count,), 0.0),
         ("halves_by_lane", halves_slow, halves_fast, (2, D_COLS), (2, D_COLS), (), 0.0),
         ("same_layout_rows", same_layout_rows_slow, same_layout_rows_fast, (E_N, E_N), (E_N, E_N), (), 0.0),
     ]
+    return [Pair(name, slow, fast,
+                 make_input=lambda torch, g, shape=in_shape: torch.rand(shape, generator=g, dtype=torch.float32).cuda(),
+                 make_output=lambda torch, x, shape=out_shape: torch.full(shape, float("nan"), dtype=torch.float32, device="cuda"),
+                 fake_args=lambda a=in_shape, b=out_shape: [_fake(a), _fake(b)],
+                 extra=extra, rtol=rtol)
+            for name, slow, fast, in_shape, out_shape, extra, rtol in listed]
 
 
 # The opcodes that carry the planted defects (or show that the code is the same).
@@ -198,87 +207,10 @@ def _fake(shape):
     return cute.runtime.make_fake_compact_tensor(cutlass.Float32, shape, stride_order=order, assumed_align=16)
 
 
-def compile_only() -> int:
-    """Compile every kernel for sm_90a from fake tensors and print each one's defect-carrying opcodes."""
-    from collections import Counter
-
-    from kernelscope.toolchain.sass import dump_sass, sass_opcodes
-    import tempfile
-
-    for name, slow, fast, in_shape, out_shape, extra, _ in pairs(132):
-        for side, fn in (("slow", slow), ("fast", fast)):
-            args = [_fake(in_shape), _fake(out_shape)] + [cutlass.Int32(e) for e in extra]
-            # --dump-dir: the DSL otherwise writes each kept cubin into the working directory.
-            with tempfile.TemporaryDirectory(prefix="kernelscope-cute-pairs-set2-") as scratch:
-                compiled = cute.compile(fn, *args, options=f"--keep-cubin --dump-dir={scratch}")
-                cubin = os.path.join(scratch, "listed.cubin")
-                with open(cubin, "wb") as f:
-                    f.write(compiled.__cubin__)
-                listings = dump_sass(cubin)
-            ops = Counter(op for listing in listings.values() for op in sass_opcodes(listing))
-            keep = {op: n for op, n in ops.items() if op.split(".")[0] in SHOWN}
-            print(f"{name}_{side}: {sorted(keep.items())}")
-    return 0
-
-
-def run_on_gpu(profile: bool) -> int:
-    import torch
-    from cutlass.cute.runtime import from_dlpack
-
-    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"{torch.cuda.get_device_name(0)}, {sm_count} SMs")
-    failed = 0
-    launches = []
-    for name, slow, fast, in_shape, out_shape, extra, rtol in pairs(sm_count):
-        g = torch.Generator(device="cpu").manual_seed(len(name))
-        x = torch.rand(in_shape, generator=g, dtype=torch.float32).cuda()
-        outs = {}
-        for side, fn in (("slow", slow), ("fast", fast)):
-            y = torch.full(out_shape, float("nan"), dtype=torch.float32, device="cuda")
-            tx, ty = from_dlpack(x, assumed_align=16), from_dlpack(y, assumed_align=16)
-            args = [tx, ty] + [cutlass.Int32(e) for e in extra]
-            compiled = cute.compile(fn, *args)
-            compiled(*args)
-            outs[side] = (y, lambda c=compiled, a=args: c(*a))
-        torch.cuda.synchronize()
-        a, b = outs["slow"][0], outs["fast"][0]
-        ok = bool(torch.isfinite(a).all()) and (torch.equal(a, b) if rtol == 0 else
-                                                bool(((a - b).abs() <= rtol * b.abs() + 1e-6).all()))
-        failed += not ok
-        if profile:
-            print(f"{name:24s} {'ok  ' if ok else 'FAIL'}")
-            launches += [(f"{name}_slow", outs["slow"][1]), (f"{name}_fast", outs["fast"][1])]
-            continue
-        times = {side: _median_us(torch, launch) for side, (_, launch) in outs.items()}
-        print(f"{name:24s} {'ok  ' if ok else 'FAIL'}  slow {times['slow']:8.1f} us  fast {times['fast']:8.1f} us  "
-              f"gap {times['slow'] / times['fast']:5.2f}x")
-    if profile:
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()
-        for label, launch in launches:
-            torch.cuda.nvtx.range_push(f"cute2:{label}")
-            launch()
-            torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
-    return 1 if failed else 0
-
-
-def _median_us(torch, launch) -> float:
-    times = []
-    for rep in range(23):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        if rep >= 3:
-            times.append(start.elapsed_time(stop) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
-
-
 if __name__ == "__main__":
     if "--compile-only" in sys.argv:
-        sys.exit(compile_only())
-    sys.exit(run_on_gpu("--profile" in sys.argv))
+        sys.exit(compile_only(pairs(132), SHOWN))
+    import torch
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"{torch.cuda.get_device_name(0)}, {sm_count} SMs")
+    sys.exit(run_on_gpu(pairs(sm_count), "cute2", "--profile" in sys.argv))

@@ -316,3 +316,52 @@ def test_precise_expf_adds_exponent_shifts_not_index_math(listings):
     integer = ("IMAD", "LEA", "IADD3", "SHF", "VIADD")
     left = {name: sum(t.split()[0].split(".")[0] in integer for t in texts) for name, texts in lines.items()}
     assert left["same_expf_slow"] - slow[FLOAT_EXPONENT] == left["same_expf_fast"]
+
+
+def _barrier_free_loops_with(listing: str, opcode: str) -> int:
+    """Loops (a backward branch and its target) that hold `opcode` but no block barrier: work one
+    warp repeats between two barriers."""
+    lines = [(int(m.group(1), 16), m.group(2)) for m in _SASS_LINE.finditer(listing)]
+    loops = []
+    for address, text in lines:
+        branch = re.search(r"\bBRA\s+(0x[0-9a-f]+)", text)
+        if branch and int(branch.group(1), 16) < address:
+            loops.append((int(branch.group(1), 16), address))
+    body = lambda lo, hi: [re.sub(r"^@!?U?P\w+\s+", "", t) for a, t in lines if lo <= a <= hi]
+    return sum(any(t.startswith(opcode) for t in body(lo, hi)) and not any(t.startswith("BAR") for t in body(lo, hi))
+               for lo, hi in loops)
+
+
+def test_set12_pairs_carry_their_defects_in_the_sass(sass, listings):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    source = (CORPUS / "corpus_set12.cuh").read_text()
+    # Causal tiles: the same tile loop on both sides (16 queries and 8 keys loaded, 256 FFMA and 128
+    # FMUL a key tile); only the tile index differs: 2b and 2b + 1 on the slow side, b and T - 1 - b
+    # on the fast one.
+    slow, fast = b["causal_tiles_slow"], b["causal_tiles_fast"]
+    assert slow["FFMA"] == fast["FFMA"] == 256 and slow["FMUL"] == fast["FMUL"] == 128
+    assert slow["LDG"] == fast["LDG"] == 24 and slow["STG"] == fast["STG"] == 16
+    assert not _differs_only_in(sass["causal_tiles_slow"], sass["causal_tiles_fast"],
+                                INDEX_MATH | {"UISETP", "USEL", "ULEA", "ULOP3", "ULDC", "NOP"})
+    slow_body = source.split("causal_tiles_slow(", 1)[1].split("\n}\n", 1)[0]
+    fast_body = source.split("causal_tiles_fast(", 1)[1].split("\n}\n", 1)[0]
+    assert "2 * blockIdx.x + half" in slow_body and "last - blockIdx.x" not in slow_body
+    assert "half ? last - blockIdx.x : blockIdx.x" in fast_body
+    # One warp keeps the books: two barriers a row on both sides; only the slow kernel repeats the
+    # segment's shuffle reduction in a loop of one warp between them (its fallback for a divergent
+    # warp aside: BRA.DIV, WARPSYNC, never taken since the branch is per warp).
+    slow, fast = b["bookkeeping_warp_slow"], b["bookkeeping_warp_fast"]
+    assert slow["BAR"] == fast["BAR"] == 2 and fast["SHFL"] == 5 and slow["SHFL"] >= 5
+    assert _barrier_free_loops_with(listings["bookkeeping_warp_slow"], "SHFL") == 1
+    assert _barrier_free_loops_with(listings["bookkeeping_warp_fast"], "SHFL") == 0
+    # Batched 64x64 products: the same staging (LDG and STS) on both sides; FFMA on converted halves
+    # (HADD2.F32) in the slow kernel, HMMA from LDSM-loaded fragments in the fast one.
+    slow, fast = b["batched_64x64_slow"], b["batched_64x64_fast"]
+    assert slow["LDG"] == fast["LDG"] and slow["STS"] == fast["STS"] > 0
+    assert slow["HMMA"] == 0 and slow["FFMA"] == 64 and sum(op.startswith("HADD2.F32") for op in sass["batched_64x64_slow"]) >= 16
+    assert fast["HMMA"] == 16 and fast["FFMA"] == 0 and fast["LDSM"] > 0
+    # The DRAM stream: one kernel, launched with 2 or 8 blocks per SM.
+    assert sass["same_stream_blocks_slow"] == sass["same_stream_blocks_fast"]
+    assert b["same_stream_blocks_slow"]["LDG"] == 8
+    assert "same_stream_blocks_slow<<<g_sms * 2, kThreads>>>" in source
+    assert "same_stream_blocks_fast<<<g_sms * 8, kThreads>>>" in source

@@ -20,6 +20,7 @@
 #include "corpus_set9.cuh"  // the ninth, held out likewise
 #include "corpus_set10.cuh"  // the tenth, held out likewise
 #include "corpus_set11.cuh"  // the eleventh, held out likewise
+#include "corpus_set12.cuh"  // the twelfth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -406,6 +407,7 @@ static std::vector<Pair> build_pairs() {
     add_set9_pairs(pairs);
     add_set10_pairs(pairs);
     add_set11_pairs(pairs);
+    add_set12_pairs(pairs);
     return pairs;
 }
 

@@ -42,15 +42,22 @@ def sass(listings) -> dict[str, list[str]]:
 _SASS_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
 
 
-def _in_loops(listing: str, opcode: str) -> int:
-    """Instructions starting with `opcode` inside a loop body: between a backward branch's target
-    and the branch itself."""
+def _lines_and_loops(listing: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
+    """(address, instruction) of each SASS line, and each loop as (a backward branch's target, the
+    branch's address)."""
     lines = [(int(m.group(1), 16), m.group(2)) for m in _SASS_LINE.finditer(listing)]
     loops = []
     for address, text in lines:
         branch = re.search(r"\bBRA\s+(0x[0-9a-f]+)", text)
         if branch and int(branch.group(1), 16) < address:
             loops.append((int(branch.group(1), 16), address))
+    return lines, loops
+
+
+def _in_loops(listing: str, opcode: str) -> int:
+    """Instructions starting with `opcode` inside a loop body: between a backward branch's target
+    and the branch itself."""
+    lines, loops = _lines_and_loops(listing)
     return sum(any(lo <= address <= hi for lo, hi in loops)
                for address, text in lines if re.sub(r"^@!?U?P\w+\s+", "", text).startswith(opcode))
 
@@ -321,12 +328,7 @@ def test_precise_expf_adds_exponent_shifts_not_index_math(listings):
 def _barrier_free_loops_with(listing: str, opcode: str) -> int:
     """Loops (a backward branch and its target) that hold `opcode` but no block barrier: work one
     warp repeats between two barriers."""
-    lines = [(int(m.group(1), 16), m.group(2)) for m in _SASS_LINE.finditer(listing)]
-    loops = []
-    for address, text in lines:
-        branch = re.search(r"\bBRA\s+(0x[0-9a-f]+)", text)
-        if branch and int(branch.group(1), 16) < address:
-            loops.append((int(branch.group(1), 16), address))
+    lines, loops = _lines_and_loops(listing)
     body = lambda lo, hi: [re.sub(r"^@!?U?P\w+\s+", "", t) for a, t in lines if lo <= a <= hi]
     return sum(any(t.startswith(opcode) for t in body(lo, hi)) and not any(t.startswith("BAR") for t in body(lo, hi))
                for lo, hi in loops)

@@ -270,15 +270,17 @@ def _judge_kernels(case_id: str, family: str, base_entries, cur_entries, policy:
         bv, bu, b_mix = _flatten_kernel(b)
         cv, cu, c_mix = _flatten_kernel(c)
         names = sorted(set(bv) | set(cv))
+        base_has_metrics = any(not name.startswith("sass.") for name in bv)
         for name in names:
             is_mix = name.startswith("sass.")
             rule = policy.rule_for(family, name)
             if rule.ignore:
                 continue
             bval, cval = bv.get(name), cv.get(name)
-            if name not in bv and not is_mix:
+            if name not in bv and base_has_metrics and not is_mix:
                 # A metric the baseline's tool did not produce (one added since): the baseline
-                # defines what is gated, and it lost nothing; re-save it to gate this one too.
+                # defines what is gated, and it lost nothing; re-save it to gate this one too. A
+                # baseline entry without any metric is no such baseline: that stays inconclusive.
                 out.append(MetricVerdict(case=case_id, family=family, metric=name, kernel=kernel, verdict=PASS,
                                          reason="new since the baseline, not compared", current=cval,
                                          unit=cu.get(name, "")))

@@ -228,6 +228,11 @@ def test_a_metric_the_baseline_never_had_passes_uncompared():
     v = _verdict(result, "static", "kernelscope__sass_new_count")
     assert v.verdict == g.PASS and "new since the baseline" in v.reason
     assert result.exit_code == 0
+    # A baseline entry that holds no metric at all compared nothing: every metric is inconclusive.
+    base["cases"][0]["static"][0]["metrics"] = {}
+    empty = g.gate(base, cur)
+    assert _verdict(empty, "static", "kernelscope__sass_new_count").verdict == g.INCONCLUSIVE
+    assert empty.exit_code == g.EXIT_INCONCLUSIVE
 
 
 def test_counters_collected_on_one_side_only():

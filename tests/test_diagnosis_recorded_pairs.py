@@ -706,3 +706,21 @@ def test_sectors_wasted_by_a_thread_layout_are_not_reloads():
     # Negative control: the untiled GEMM asks for 20x the ideal sectors and stays re-loads (set 2).
     set2 = {p.name: p for p in load_profiles(REPORTS / "planted-set2.json.xz")}
     assert diagnose(set2["data_reuse_slow"], set2["data_reuse_fast"]).findings[0].rule_id == "global-reloads-vs-reference"
+
+
+def test_a_warp_split_over_four_lines_is_named_by_its_tag_lookups():
+    # The second CuTe DSL set's two row-major thread layouts, planted as taking the same time, came out
+    # 1.10x apart: (32, 8) threads with stride (8, 1) cover a warp's 128 bytes in four rows of 32, so the
+    # same 4.2 M requests, every sector used in full, take 16.8 M L1 tag lookups against 4.2 M and the
+    # warps queue at the LSU (LG throttle 193 against 148). No rule read that at its first diff.
+    cute2 = load_profiles(REPORTS / "cute-set2.json.xz")
+    by_range = {r.split(":", 1)[1]: p for p in cute2 for r in p.nvtx_ranges if r.startswith("cute2:")}
+    top = diagnose(by_range["same_layout_rows_slow"], by_range["same_layout_rows_fast"]).findings[0]
+    assert top.rule_id == "lines-per-request-vs-reference" and top.cause == "uncoalesced-access"
+    assert 0.5 < top.explains < 0.9
+    # Negative controls: set 1's full report holds the tag lookups of every pair; the rule fires only on
+    # the uncoalesced pair (the same cause, after the sector rule).
+    full = {p.name: p for p in load_profiles(REPORTS / "planted.ncu-rep.xz")}
+    fired = {name[:-len("_slow")] for name in full if name.endswith("_slow")
+             if "lines-per-request-vs-reference" in {f.rule_id for f in diagnose(full[name], full[name[:-5] + "_fast"]).findings}}
+    assert fired == {"uncoalesced"}

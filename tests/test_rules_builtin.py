@@ -145,6 +145,9 @@ CASES = [
     ("fetched-sectors-vs-reference", "gemm_wg1_n128", "cublas", None, False),
     # Other work: the add asks for other bytes than the GEMM.
     ("fetched-sectors-vs-reference", "add", "cublas_gemm", None, False),
+    # TMA loads, no plain global requests to split over lines; and other work.
+    ("lines-per-request-vs-reference", "gemm_wg1_n128", "cublas", None, False),
+    ("lines-per-request-vs-reference", "add", "cublas_gemm", None, False),
     ("atomic-contention", "cublas_gemm", None, None, False),           # 190 ATOMG, no hot L2 slice
     ("special-math", "gemm_default", None, None, False),              # its MUFU is integer division
     ("shared-memory-occupancy", "bank_conflict", None, None, False),  # shared memory caps it, but warps issue
@@ -229,7 +232,8 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
                        "global-reloads-vs-reference"}
     # Fired on a pair across two reports (a SIMT matrix product against cuBLAS at the same FLOPs):
     # test_diagnosis_recorded_pairs.
-    cross_report_fires = {"no-tensor-cores-vs-reference", "barrier-waits-vs-reference", "fetched-sectors-vs-reference"}
+    cross_report_fires = {"no-tensor-cores-vs-reference", "barrier-waits-vs-reference", "fetched-sectors-vs-reference",
+                          "lines-per-request-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue

@@ -35,12 +35,13 @@ def set2():
 
 @pytest.fixture(scope="module")
 def clusters():
-    by_range = {}
-    for p in load_profiles(REPORTS / "gemm-cluster.json.xz"):
-        for r in p.nvtx_ranges:
-            if r.startswith("peer:"):
-                by_range[r[len("peer:"):]] = p
-    return by_range
+    return _by_range("gemm-cluster.json.xz", "peer")
+
+
+def _by_range(report: str, prefix: str) -> dict:
+    """The profiles of `report` by their NVTX range `<prefix>:<name>`, keyed by name."""
+    return {r[len(prefix) + 1:]: p for p in load_profiles(REPORTS / report) for r in p.nvtx_ranges
+            if r.startswith(prefix + ":")}
 
 
 def _first(slow, fast):
@@ -698,8 +699,7 @@ def test_sectors_wasted_by_a_thread_layout_are_not_reloads():
     # The second CuTe DSL set's column-stepping thread layout: 8x the L1 sectors of its row-stepping
     # twin, most of them hits on neighbouring lanes' sectors, for the same ideal sectors asked for.
     # The re-load rule read that as data loaded again (~50 % of the gap, second).
-    cute2 = load_profiles(REPORTS / "cute-set2.json.xz")
-    by_range = {r.split(":", 1)[1]: p for p in cute2 for r in p.nvtx_ranges if r.startswith("cute2:")}
+    by_range = _by_range("cute-set2.json.xz", "cute2")
     findings = diagnose(by_range["thread_layout_order_slow"], by_range["thread_layout_order_fast"]).findings
     assert findings[0].cause == "uncoalesced-access"
     assert "global-reloads-vs-reference" not in {f.rule_id for f in findings}
@@ -713,8 +713,7 @@ def test_a_warp_split_over_four_lines_is_named_by_its_tag_lookups():
     # 1.10x apart: (32, 8) threads with stride (8, 1) cover a warp's 128 bytes in four rows of 32, so the
     # same 4.2 M requests, every sector used in full, take 16.8 M L1 tag lookups against 4.2 M and the
     # warps queue at the LSU (LG throttle 193 against 148). No rule read that at its first diff.
-    cute2 = load_profiles(REPORTS / "cute-set2.json.xz")
-    by_range = {r.split(":", 1)[1]: p for p in cute2 for r in p.nvtx_ranges if r.startswith("cute2:")}
+    by_range = _by_range("cute-set2.json.xz", "cute2")
     top = diagnose(by_range["same_layout_rows_slow"], by_range["same_layout_rows_fast"]).findings[0]
     assert top.rule_id == "lines-per-request-vs-reference" and top.cause == "uncoalesced-access"
     assert 0.5 < top.explains < 0.9

@@ -2,7 +2,7 @@
 
     python benchmarks/sass_digests.py                       # print the digests
     python benchmarks/sass_digests.py -o digests.json       # and write them
-    python benchmarks/sass_digests.py --compare benchmarks/results/sass-digests-sm90a.json
+    python benchmarks/sass_digests.py --compare benchmarks/results/sass-digests-sm90a.json.xz
     python benchmarks/sass_digests.py --only flash_attn     # the variants of one kernel
 
 A change that only moves code (a class to module level, a helper into a shared module) must
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -141,6 +142,11 @@ def digest(variant) -> dict:
     }
 
 
+def _open_text(path: str, mode: str):
+    """A digest file, xz-compressed where its name ends in .xz (the committed one is)."""
+    return lzma.open(path, mode + "t") if path.endswith(".xz") else open(path, mode)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-o", "--output", help="write the digests as JSON")
@@ -155,11 +161,11 @@ def main() -> int:
         print(f"{r['label']:52s} sass {r['sass_sha256'][:16]}  resources {r['resources_sha256'][:16]}  "
               f"({r['sass_lines']} lines)")
     if args.output:
-        with open(args.output, "w") as f:
+        with _open_text(args.output, "w") as f:
             json.dump({"arch": ARCH, "variants": results}, f, indent=1, sort_keys=True)
             f.write("\n")
     if args.compare:
-        with open(args.compare) as f:
+        with _open_text(args.compare, "r") as f:
             before = {r["label"]: r for r in json.load(f)["variants"]}
         differ = [r["label"] for r in results if r["label"] not in before
                   or (before[r["label"]]["sass_sha256"], before[r["label"]]["resources_sha256"])

@@ -203,6 +203,23 @@ CASES = [
     ("sm-clock-below-reference", "gemm_default", "cublas", None, True),    # 1.576 vs 1.605 GHz, cycles +0.5 %
     ("sm-clock-below-reference", "gemm_wg1_n128", "gemm_default", None, False),  # the faster clock of the two
     ("sm-clock-below-reference", "add", "cublas_gemm", None, False),       # memory-bound: cycles follow the clock
+    # The busy-time rules read reports without instruction counts (ncu's basic set); these full-set
+    # reports count instructions, so the rules that count them decide and these stay quiet.
+    ("l1-wavefronts-per-instruction-vs-reference", "bank_conflict", "scale_good", None, False),
+    ("l2-requests-per-instruction-vs-reference", "branchy", "scale_good", None, False),
+    ("memory-instructions-per-byte-vs-reference", "scale_good", "add", None, False),
+    ("same-memory-work-lower-rate-vs-reference", "add", "scale_good", None, False),
+    ("same-instructions-lower-issue-rate-vs-reference", "fma_chain", "tail_wave", None, False),
+    ("xu-bound-vs-reference", "gemm_default", "cublas", None, False),
+    ("fp64-pipe-vs-reference", "gemm_default", "cublas", None, False),
+    ("fma-work-without-alu-vs-reference", "fma_chain", "scale_good", None, False),
+    ("tensor-pipe-idle-vs-reference", "fma_chain", "cublas", None, False),
+    ("integer-work-vs-reference", "gemm_default", "cublas", None, False),
+    ("same-mix-more-instructions-vs-reference", "gemm_default", "cublas", None, False),
+    ("l2-traffic-beyond-dram-vs-reference", "add", "cublas_gemm", None, False),
+    ("local-traffic-vs-reference", "local_array", "scale_good", None, False),
+    ("dram-work-vs-reference", "gemm_default", "cublas", None, False),
+    ("constant-cache-per-instruction-vs-reference", "gemm_default", "cublas", None, False),
 ]
 
 
@@ -234,11 +251,20 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     # test_diagnosis_recorded_pairs.
     cross_report_fires = {"no-tensor-cores-vs-reference", "barrier-waits-vs-reference", "fetched-sectors-vs-reference",
                           "lines-per-request-vs-reference"}
+    # Fired on ncu basic-set reports of the planted pairs (benchmarks/diagnosis/basic_set):
+    # test_diagnosis_recorded_pairs.test_basic_set_reports_name_the_cause_from_each_units_busy_time.
+    basic_set_fires = {"l1-wavefronts-per-instruction-vs-reference", "l2-requests-per-instruction-vs-reference",
+                       "memory-instructions-per-byte-vs-reference", "same-memory-work-lower-rate-vs-reference",
+                       "same-instructions-lower-issue-rate-vs-reference", "xu-bound-vs-reference", "fp64-pipe-vs-reference",
+                       "fma-work-without-alu-vs-reference", "tensor-pipe-idle-vs-reference", "integer-work-vs-reference",
+                       "same-mix-more-instructions-vs-reference", "l2-traffic-beyond-dram-vs-reference",
+                       "local-traffic-vs-reference", "dram-work-vs-reference", "constant-cache-per-instruction-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue
         assert rule_id in covered_quiet, f"{rule_id}: no quiet case"
-        assert rule_id in covered_fire | corpus_fires | synthetic_fires | cross_report_fires, f"{rule_id}: no firing case"
+        assert rule_id in covered_fire | corpus_fires | synthetic_fires | cross_report_fires | basic_set_fires, \
+            f"{rule_id}: no firing case"
 
 
 def test_fixture_pair_findings_are_specific(kernels):

@@ -367,3 +367,58 @@ def test_set12_pairs_carry_their_defects_in_the_sass(sass, listings):
     assert b["same_stream_blocks_slow"]["LDG"] == 8
     assert "same_stream_blocks_slow<<<g_sms * 2, kThreads>>>" in source
     assert "same_stream_blocks_fast<<<g_sms * 8, kThreads>>>" in source
+
+
+def test_set13_pairs_carry_their_defects_in_the_sass(sass, listings):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    source = (CORPUS / "corpus_set13.cuh").read_text()
+    # LayerNorm: one kernel, which stages its row in dynamic shared memory (STS.128, read back by LDS.128
+    # for the variance and the normalisation) between two block sums (4 barriers); launched with a buffer
+    # for the widest supported row (32,768 floats, 128 KB: one block per SM) or for the row at hand.
+    assert sass["layernorm_smem_slow"] == sass["layernorm_smem_fast"]
+    assert b["layernorm_smem_slow"]["BAR"] == 4 and b["layernorm_smem_slow"]["SHFL"] == 10
+    assert "STS.128" in sass["layernorm_smem_slow"] and sass["layernorm_smem_slow"].count("LDS.128") >= 2
+    assert "layernorm_smem_slow<<<rows, kThreads, kLnMaxCols * sizeof(float)>>>" in source
+    assert "layernorm_smem_fast<<<rows, kThreads, cols * sizeof(float)>>>" in source
+    assert "kLnCols = 1024, kLnMaxCols = 32768" in source
+    # The router softmax: one kernel (a warp a token, found from block and warp index), launched as one
+    # warp a block or 8 warps a block.
+    assert sass["router_softmax_slow"] == sass["router_softmax_fast"]
+    assert b["router_softmax_slow"]["SHFL"] == 10 and sass["router_softmax_slow"].count("MUFU.EX2") == 2
+    assert sass["router_softmax_slow"].count("LDG.E.64.CONSTANT") == 1 and sass["router_softmax_slow"].count("STG.E.64") == 1
+    assert "router_softmax_slow<<<rows, 32>>>" in source and "router_softmax_fast<<<rows / 8, kThreads>>>" in source
+    # The Coulomb potential: the same LDS.128 and distance arithmetic (4 tiles x 4 unrolled pairs); the
+    # slow kernel's IEEE square root and division add a MUFU.RCP, an FCHK and two slow-path calls a pair,
+    # the fast one's rsqrtf is one MUFU.RSQ a pair and nothing else on the XU.
+    slow, fast = sass["coulomb_rsqrt_slow"], sass["coulomb_rsqrt_fast"]
+    assert slow.count("LDS.128") == fast.count("LDS.128") == 16 and b["coulomb_rsqrt_slow"]["LDG"] == b["coulomb_rsqrt_fast"]["LDG"]
+    assert fast.count("MUFU.RSQ") == 16 and b["coulomb_rsqrt_fast"]["MUFU"] == 16
+    assert not [op for op in fast if op.startswith(("MUFU.RCP", "FCHK", "CALL"))]
+    assert slow.count("MUFU.RSQ") >= 16 and slow.count("MUFU.RCP") >= 16 and b["coulomb_rsqrt_slow"]["FCHK"] == 16
+    assert b["coulomb_rsqrt_slow"]["CALL"] == 32
+    assert len(slow) > 2 * len(fast)
+    # The raking scan: the same instructions (scalar LDS and STS on both sides: no LDS.128 in the raking
+    # pass, which would split a conflict over quarter warps); only the tile's layout differs: thread t's
+    # raking items at byte 128 t (a shift by 7: all lanes in one bank) or 132 t (an IMAD by 0x84).
+    slow, fast = b["raking_scan_slow"], b["raking_scan_fast"]
+    assert not _differs_only_in(sass["raking_scan_slow"], sass["raking_scan_fast"], INDEX_MATH)
+    for op in ("LDG", "STG", "FADD", "SHFL", "BAR"):
+        assert slow[op] == fast[op] > 0, op
+    for op in ("LDS", "STS"):  # 32 striped and 32 raking accesses a thread, plus the prefixes
+        assert sass["raking_scan_slow"].count(op) == sass["raking_scan_fast"].count(op) >= 64, op
+    assert re.search(r"LEA R\d+, R\d+, R\d+, 0x7 ;", listings["raking_scan_slow"])
+    assert not re.search(r"IMAD R\d+, R\d+, 0x84,", listings["raking_scan_slow"])
+    assert re.search(r"IMAD R\d+, R\d+, 0x84, R\d+ ;", listings["raking_scan_fast"])
+    # The k-NN mean: 8 index loads of 8 bytes (int64) or 4 bytes (int32), then the same 8 gathers, 40
+    # shuffles, adds and 8 stores.
+    slow, fast = sass["knn_int64_slow"], sass["knn_int64_fast"]
+    assert slow.count("LDG.E.64.CONSTANT") == 8 and slow.count("LDG.E.CONSTANT") == 8
+    assert "LDG.E.64.CONSTANT" not in fast and fast.count("LDG.E.CONSTANT") == 16
+    for op in ("SHFL", "FADD", "FMUL", "STG"):
+        assert b["knn_int64_slow"][op] == b["knn_int64_fast"][op] > 0, op
+    # The transpose (the same time): the same memory instructions; the swizzle adds integer ops only.
+    slow, fast = b["same_swizzle_pad_slow"], b["same_swizzle_pad_fast"]
+    for op in ("LDG", "STS", "LDS", "STG", "BAR"):
+        assert slow[op] == fast[op] > 0, op
+    assert slow["LOP3"] >= 4 and fast["LOP3"] == 0
+    assert not _differs_only_in(sass["same_swizzle_pad_slow"], sass["same_swizzle_pad_fast"], INDEX_MATH | {"ULEA", "UMOV"})

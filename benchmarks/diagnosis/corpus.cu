@@ -21,6 +21,7 @@
 #include "corpus_set10.cuh"  // the tenth, held out likewise
 #include "corpus_set11.cuh"  // the eleventh, held out likewise
 #include "corpus_set12.cuh"  // the twelfth, held out likewise
+#include "corpus_set13.cuh"  // the thirteenth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -408,6 +409,7 @@ static std::vector<Pair> build_pairs() {
     add_set10_pairs(pairs);
     add_set11_pairs(pairs);
     add_set12_pairs(pairs);
+    add_set13_pairs(pairs);
     return pairs;
 }
 

@@ -125,15 +125,44 @@ def load_causes(path: Path = CAUSES_FILE) -> set[str]:
         return set(tomllib.load(f))
 
 
-def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
-    labels = directory / "labels.toml"
+def _read_labels(labels: Path) -> dict:
     try:
         with open(labels, "rb") as f:
-            entries = tomllib.load(f).get("pair", [])
+            return tomllib.load(f)
     except FileNotFoundError:
         raise InputError(f"{labels}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{labels}: {e}") from None
+
+
+def reprofiled_entries(labels: Path, doc: dict) -> list[dict]:
+    """The pairs of another labels file profiled again into other reports ([[reprofiled]] tables:
+    `from`, the labels file; `pairs`, the ids taken, in order; `report`, the report that holds
+    them here; `reports`, for pairs whose original report is a key of it, their report here instead).
+    Each keeps its id, kernels, cause and scoring; only where it was measured changes."""
+    entries = []
+    for group in doc.get("reprofiled", []):
+        try:
+            source = labels.parent / group["from"]
+            wanted, default = group["pairs"], group["report"]
+        except KeyError as missing:
+            raise InputError(f"{labels}: a [[reprofiled]] table has no {missing}") from None
+        by_id = {e.get("id"): e for e in _read_labels(source).get("pair", [])}
+        unknown = [i for i in wanted if i not in by_id]
+        if unknown:
+            raise InputError(f"{labels}: [[reprofiled]]: no pair {unknown[0]!r} in {group['from']}")
+        for i in wanted:
+            entry = {k: v for k, v in by_id[i].items() if k not in ("report", "fast_report", "why")}
+            entry["report"] = group.get("reports", {}).get(by_id[i].get("report"), default)
+            entry["why"] = f"{group['from']}, profiled again"
+            entries.append(entry)
+    return entries
+
+
+def load_pairs(directory: Path, causes: set[str]) -> list[Pair]:
+    labels = directory / "labels.toml"
+    doc = _read_labels(labels)
+    entries = doc.get("pair", []) + reprofiled_entries(labels, doc)
     pairs = []
     for e in entries:
         cause = e.get("cause")

@@ -25,7 +25,7 @@ FLOOR_HEADROOM = 1.5
 
 # CUDA-event median vs ncu's gpu__time_duration of the same callable. On honest launches
 # the events read 6.5-8.2 us MORE than ncu whatever the kernel's length (H100: six launches
-# of 20-42 us kernels; H200: 63 and 77 us; benchmarks/results/timing-checks-h100.json): an
+# of 20-42 us kernels; H200: 63 and 77 us; benchmarks/results/timing-checks-h100.json.xz): an
 # additive offset, the write-back of the dirty lines the L2 flush leaves before each timed
 # launch plus the event placement, which ncu's own cache control does not pay. So the
 # allowance is one-sided: events may exceed ncu by NCU_ABOVE_MS (the largest offset seen,

@@ -789,3 +789,30 @@ def test_basic_set_misses_of_the_held_out_pairs():
     assert "dram-work-vs-reference" not in fired
     fired = {f.rule_id for f in diagnose(basic["stride2_conflicts_slow"], basic["stride2_conflicts_fast"]).findings}
     assert "same-instructions-lower-issue-rate-vs-reference" not in fired   # its L1 is the bound (79 %)
+
+
+def test_busy_time_is_the_units_work_at_its_peak_rate_and_clock():
+    # The catalog's busy view (busy % of peak x duration) is a unit's work over its peak rate at the
+    # launch's clock. Where a full report counts the work too, the ratio of two kernels' busy times is
+    # the ratio of their counts times the inverse ratio of their clocks, exactly: what lets the
+    # basic-set rules read work from busy time.
+    import math
+    catalog = load_catalog()
+    full = {p.name: p for p in load_profiles(REPORTS / "planted.ncu-rep.xz")}
+    checked = 0
+    for busy, count, clock in (("issue_busy_time", "smsp__inst_executed.sum", "sm__cycles_elapsed.avg.per_second"),
+                               ("l2_sector_busy_time", "lts__t_sectors.sum", "lts__cycles_elapsed.avg.per_second"),
+                               ("l2_tag_busy_time", "lts__t_requests.sum", "lts__cycles_elapsed.avg.per_second")):
+        for name in sorted(n for n in full if n.endswith("_slow")):
+            slow, fast = full[name], full[name.replace("_slow", "_fast")]
+            busy_ratio = catalog.evaluate(slow, busy) / catalog.evaluate(fast, busy)
+            work_ratio = slow.metrics[count].value / fast.metrics[count].value
+            clock_ratio = fast.metrics[clock].value / slow.metrics[clock].value
+            assert math.isclose(busy_ratio, work_ratio * clock_ratio, rel_tol=1e-3), (name, busy)
+            checked += 1
+    assert checked == 3 * 14
+    # Negative control: without the clock the two differ where the clocks did (set 1's grid pair, ~4 %).
+    slow, fast = full["grid_too_small_slow"], full["grid_too_small_fast"]
+    busy_ratio = catalog.evaluate(slow, "issue_busy_time") / catalog.evaluate(fast, "issue_busy_time")
+    work_ratio = slow.metrics["smsp__inst_executed.sum"].value / fast.metrics["smsp__inst_executed.sum"].value
+    assert not math.isclose(busy_ratio, work_ratio, rel_tol=0.02)

@@ -263,7 +263,7 @@ CORPUS: list[Case] = [
 
     # --- sidecars beside `profile` reports
     R("report-sidecar-without-report", "r.ncu-rep.kernelscope.json",
-      lambda g: (FIX / f"{PAIR}.kernelscope.json").read_text().replace("/root/out/", "/nonexistent/"),
+      lambda g: lzma.open(FIX / f"{PAIR}.kernelscope.json.xz", "rt").read().replace("/root/out/", "/nonexistent/"),
       says="not there"),
     R("report-sidecar-not-json", "r.ncu-rep.kernelscope.json", "{", says="JSON"),
     R("report-sidecar-request-not-object", "r.ncu-rep.kernelscope.json",

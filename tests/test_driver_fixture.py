@@ -3,6 +3,7 @@ exactly one launch of the target and one of the reference, grouped by their NVTX
 with the quick set's metrics present, and the profile's diff printed from them."""
 
 import json
+import lzma
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_exactly_the_two_intended_launches(fixture_file, name):
 
 @pytest.mark.parametrize("name", list(REPORTS))
 def test_sidecar_records_the_run(name):
-    side = json.loads((FIXTURES / f"{name}.kernelscope.json").read_text())
+    side = json.loads(lzma.open(FIXTURES / f"{name}.kernelscope.json.xz").read())
     assert side["request"]["clock_control"] == "none" and side["request"]["cache_control"] == "all"
     assert "--nvtx-include regex:ks:.*/" in side["command_line"]
     assert [p for _, p in side["passes"]] == [35, 35]

@@ -42,19 +42,6 @@ def test_sass_has_register_a_wgmma_tma_and_no_local_memory(config, dtype):
     assert set(fused.GEMM_RMSNORM_SPEC.expected_sass) <= ops
 
 
-@pytest.mark.parametrize("config,dtype", [({"a_operand": "smem"}, "bfloat16"),
-                                          ({"a_operand": "smem", "w_major": "k", "tile_n": 128}, "float16")])
-def test_smem_a_variant_reads_x_from_the_ring_and_still_squares_a_register_copy(config, dtype):
-    ck = fused.compile_gemm_rmsnorm(config, {"M": 1000, "N": 1032, "K": 1000}, dtype)
-    ops = opcodes(ck.sass)
-    missing = [op for op in ("HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL", "MUFU") if op not in ops]
-    assert not missing, f"SASS lacks {missing}"
-    operands = _HGMMA.findall(ck.sass)
-    assert operands and all(a.startswith("gdesc") for _, a in operands), \
-        f"HGMMA A operands: {sorted({a for _, a in operands})}"
-    assert_no_stack_or_local_memory(ck.cubin)
-
-
 def test_row_maps_of_register_a_wgmma():
     """A thread's A registers and accumulators lie in the same two rows (r, r + 8), with the same
     value -> row map in every thread, and the four lanes of a quad share them: the facts the

@@ -62,8 +62,7 @@ def check(config, M, N, K, dtype="bfloat16", seed=0, w_major="n", zero_rows=(), 
     (1000, 1032, 1000),
     (4096, 4096, 512),        # more tiles than CTAs: several tiles per CTA, fresh sums per tile
 ])
-@pytest.mark.parametrize("schedule", [{"pingpong": False}, {"pingpong": True}, {"a_operand": "smem"}],
-                         ids=["cooperative", "pingpong", "smem-a"])
+@pytest.mark.parametrize("schedule", [{"pingpong": False}, {"pingpong": True}], ids=["cooperative", "pingpong"])
 def test_shapes(M, N, K, schedule):
     check(schedule, M, N, K, seed=M + N + K)
 
@@ -77,15 +76,12 @@ def test_shapes(M, N, K, schedule):
     pytest.param({"pingpong": True, "cluster": (1, 1), "tile_n": 128}, marks=FAST),
     pytest.param({"pingpong": True, "cluster": (1, 2), "raster": "row"}, marks=FAST),
     {"pingpong": True, "cluster": (4, 1), "epi_stages": 2},
-    pytest.param({"a_operand": "smem", "epi_n": 64}, marks=FAST),
-    {"a_operand": "smem", "cluster": (1, 2), "raster": "row", "tile_n": 128},
 ], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
 def test_configs(config):
     check(config, 520, 1096, 840, seed=11)
 
 
-@pytest.mark.parametrize("schedule", [{"pingpong": False}, {"pingpong": True}, {"a_operand": "smem"}],
-                         ids=["cooperative", "pingpong", "smem-a"])
+@pytest.mark.parametrize("schedule", [{"pingpong": False}, {"pingpong": True}], ids=["cooperative", "pingpong"])
 def test_weight_given_as_n_by_k_and_fp16(schedule):
     check(schedule, 384, 776, 520, dtype="float16", w_major="k", seed=4)
 

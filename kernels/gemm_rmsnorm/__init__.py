@@ -77,9 +77,6 @@ class GemmRmsNormConfig(PersistentGemmConfig):
     a_buffers: int = 2                  # register buffers for the A operand (1: no overlap)
     pingpong: bool = False              # each consumer warpgroup its own 64-row tiles, taking turns
     square_unpack: str = "bits"         # bf16 -> fp32 for the squares: "bits" (mask, shift) or "cvt"
-    a_operand: str = "registers"        # WGMMA's X operand: "registers" (the ldmatrix copy that is
-                                        # also squared) or "smem" (X straight from the ring; the
-                                        # ldmatrix copy only feeds the squares)
 
 
 def tile_m_of(cfg: GemmRmsNormConfig) -> int:
@@ -99,8 +96,6 @@ def ring_stages(cfg: GemmRmsNormConfig) -> int:
         raise ConfigRejected(f"pingpong must be true or false, got {cfg.pingpong!r}")
     if cfg.square_unpack not in ("cvt", "bits"):
         raise ConfigRejected(f"square_unpack must be 'cvt' or 'bits', got {cfg.square_unpack!r}")
-    if cfg.a_operand not in ("registers", "smem"):
-        raise ConfigRejected(f"a_operand must be 'registers' or 'smem', got {cfg.a_operand!r}")
     cfg.schedule_policy()
     tile_m = tile_m_of(cfg)
     # pingpong: one set of epilogue buffers per warpgroup.
@@ -340,7 +335,6 @@ GEMM_RMSNORM_SPEC = KernelSpec(
         "stages": [None, 3, 4],
         "a_buffers": [1, 2],
         "pingpong": [False, True],
-        "a_operand": ["registers", "smem"],
     },
     expected_sass=["HGMMA", "UTMALDG", "UTMASTG", "LDSM", "SHFL"],
     tile=(TILE_M, 256),

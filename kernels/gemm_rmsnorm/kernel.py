@@ -64,10 +64,6 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         # Which of its two rows each register holds, for the A operand and the accumulators;
         # the row scaling in the epilogue relies on both maps (checked here, at trace time).
         self.a_half, self.c_half = row_maps(tiled_mma, 128 * mma_wgs, self.tile_mnk[0])
-        # a_operand="smem": the WGMMAs read X from the ring; this MMA (same tile, same
-        # accumulator layout) is built in the kernel, and `tiled_mma` above only lays out the
-        # ldmatrix copy that the squares read.
-        self.mma_modes = (x_layout.sm90_mma_major_mode(), w_layout.sm90_mma_major_mode(), mma_wgs)
 
         sX_layout, sW_layout = self.make_ab_smem_layouts(x_layout, w_layout)
         sY_layout = self.epilogue.make_smem_layout()
@@ -128,32 +124,14 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                 self.consume(tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
                              tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride)
 
-    def smem_a_mma(self):
-        """The MMA of a_operand="smem": X and W' both from shared memory, the accumulators laid
-        out as with X from registers (make_trivial_tiled_mma's C layout does not depend on A's
-        source)."""
-        x_mode, w_mode, mma_wgs = self.mma_modes
-        return sm90_utils.make_trivial_tiled_mma(
-            self.dtype, self.dtype, x_mode, w_mode, cutlass.Float32, (mma_wgs, 1, 1),
-            tiler_mn=(64, self.tile_mnk[1]))
-
     def consumer_operands(self, tiled_mma, sW, sX, tidx):
         """What a consumer thread `tidx` (its index among the threads of the MMA) works with: W'
-        fragments over the ring, with a_operand="smem" the MMA that issues the WGMMAs and its X
-        and W' fragments (None otherwise), the A register buffers and their ldmatrix copy from sX,
-        the accumulators and the fragment extents."""
+        fragments over the ring, the A register buffers and their ldmatrix copy from sX, the
+        accumulators and the fragment extents."""
         bm, bn, bk = self.tile_mnk
         thr_mma = tiled_mma.get_slice(tidx)
         tCsW = thr_mma.partition_B(sW)
         tCrW = tiled_mma.make_fragment_B(tCsW)
-        smem_a = None
-        if cutlass.const_expr(self.cfg.a_operand == "smem"):
-            smem_mma = self.smem_a_mma()
-            # Every tile starts from zeroed accumulators, so every WGMMA accumulates.
-            smem_mma.set(warpgroup.Field.ACCUMULATE, True)
-            thr_smem = smem_mma.get_slice(tidx)
-            smem_a = (smem_mma, smem_mma.make_fragment_A(thr_smem.partition_A(sX)),
-                      smem_mma.make_fragment_B(thr_smem.partition_B(sW)))
         a_shape = thr_mma.partition_shape_A((bm, bk))
         # A operand registers: one or two k-tiles' worth, indexed only by trace-time buffer
         # numbers (a run-time index would move them to local memory).
@@ -167,12 +145,12 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         k_blocks = cute.size(bufs[0], mode=[2])
         values_per_block = cute.size(bufs[0], mode=[0])
         rows_per_thread = cute.size(bufs[0], mode=[1])        # 1: the 64-row slice is one atom
-        return tCrW, smem_a, bufs, s2r, tXsX, views, acc, k_blocks, values_per_block, rows_per_thread
+        return tCrW, bufs, s2r, tXsX, views, acc, k_blocks, values_per_block, rows_per_thread
 
     @cute.jit
     def consume(self, tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
                 ctidx, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride):
-        tCrW, smem_a, bufs, s2r, tXsX, views, acc, k_blocks, values_per_block, rows_per_thread = \
+        tCrW, bufs, s2r, tXsX, views, acc, k_blocks, values_per_block, rows_per_thread = \
             self.consumer_operands(tiled_mma, sW, sX, ctidx)
 
         signals, dst = ring.release_signal(cta_rank, lane)
@@ -187,7 +165,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
             sumsq.fill(0.0)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             position, prev_stage = self.main_loop(
-                tiled_mma, smem_a, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
+                tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
                 signals, dst, k_blocks, values_per_block, rows_per_thread)
             cute.nvgpu.warpgroup.wait_group(0)
             if k_tiles > 0:
@@ -208,7 +186,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         the two warpgroups (wg 0 takes the 1st, 3rd, ...); each tile's main loop starts when
         the other warpgroup has issued all WGMMAs of its own, and its epilogue then runs
         under the other's main loop. `wtidx` is the thread's index in its warpgroup."""
-        tCrW, smem_a, bufs, s2r, tXsX, views, acc, k_blocks, values_per_block, rows_per_thread = \
+        tCrW, bufs, s2r, tXsX, views, acc, k_blocks, values_per_block, rows_per_thread = \
             self.consumer_operands(tiled_mma, sW, sX, wtidx)
 
         signals, dst = ring.release_signal(cta_rank, lane)
@@ -229,7 +207,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             self.turns.wait(wg)
             position, prev_stage = self.main_loop(
-                tiled_mma, smem_a, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
+                tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles, position,
                 signals, dst, k_blocks, values_per_block, rows_per_thread)
             # Every WGMMA of this tile is issued: the other warpgroup may issue its own,
             # which queue behind these in the tensor pipe.
@@ -248,28 +226,22 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         self.wg_epilogues[wg].drain(warp_idx)
 
     @cute.jit
-    def main_loop(self, tiled_mma, smem_a, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles,
+    def main_loop(self, tiled_mma, s2r, tXsX, views, bufs, tCrW, acc, sumsq, ring, k_tiles,
                   position: RingPosition, signals, dst, k_blocks: cutlass.Constexpr,
                   values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr):
         """Every k-tile of one output tile (k_tile each), alternating the A buffers when there
         are two (unrolled by two, so the buffer index is a trace-time constant). Returns the ring
         position after the tile and the stage still to release."""
         prev_stage = position.index
-        if cutlass.const_expr(self.cfg.a_operand == "smem"):
-            # The register copy is squared within its k-tile and feeds no WGMMA: one buffer.
-            for k in range(k_tiles):
-                position, prev_stage = self.k_tile(
-                    tiled_mma, smem_a, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
-                    position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread)
-        elif cutlass.const_expr(self.cfg.a_buffers == 2):
+        if cutlass.const_expr(self.cfg.a_buffers == 2):
             k = cutlass.Int32(0)
             while k < k_tiles:
                 position, prev_stage = self.k_tile(
-                    tiled_mma, smem_a, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                    tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
                     position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread)
                 if k + 1 < k_tiles:
                     position, prev_stage = self.k_tile(
-                        tiled_mma, smem_a, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
+                        tiled_mma, s2r, tXsX, views[1], bufs[1], tCrW, acc, sumsq, ring, k + 1,
                         position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread)
                 k += 2
         else:
@@ -277,7 +249,7 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                 # One buffer: the WGMMAs still reading it must finish before it is refilled.
                 cute.nvgpu.warpgroup.wait_group(0)
                 position, prev_stage = self.k_tile(
-                    tiled_mma, smem_a, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
+                    tiled_mma, s2r, tXsX, views[0], bufs[0], tCrW, acc, sumsq, ring, k,
                     position, prev_stage, signals, dst, k_blocks, values_per_block, rows_per_thread)
         return position, prev_stage
 
@@ -297,42 +269,15 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                     acc[v, m, n] = acc[v, m, n] * sumsq[2 * m + self.c_half[v]]
 
     @cute.jit
-    def k_tile(self, tiled_mma, smem_a, s2r, tXsX, view, buf, tCrW, acc, sumsq, ring, k,
+    def k_tile(self, tiled_mma, s2r, tXsX, view, buf, tCrW, acc, sumsq, ring, k,
                position: RingPosition, prev_stage, signals, dst, k_blocks: cutlass.Constexpr,
                values_per_block: cutlass.Constexpr, rows_per_thread: cutlass.Constexpr):
-        """One k-tile: X slice smem -> registers, its squares into sumsq, the WGMMAs (A from those
-        registers, or with a_operand="smem" from the ring, issued before the copy so that the
-        copy and the squares run under them), release of the stage before. Returns the advanced
-        position and the stage to release next."""
+        """One k-tile: X slice smem -> registers, its squares into sumsq, WGMMAs from the
+        registers, release of the stage before. Returns the advanced position and the stage to
+        release next."""
         stage = position.index
         ring.consumer_wait(stage, position.phase)
-        if cutlass.const_expr(self.cfg.a_operand == "smem"):
-            smem_mma, tCrX, tCrW_smem = smem_a
-            cute.nvgpu.warpgroup.fence()
-            for kb in cutlass.range_constexpr(k_blocks):
-                cute.gemm(smem_mma, acc, tCrX[(None, None, kb, stage)], tCrW_smem[(None, None, kb, stage)], acc)
-            cute.nvgpu.warpgroup.commit_group()
-            cute.copy(s2r, tXsX[(None, None, None, stage)], view)
-            self.add_squares(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
-        else:
-            cute.copy(s2r, tXsX[(None, None, None, stage)], view)
-            self.add_squares(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
-            cute.nvgpu.warpgroup.fence()
-            for kb in cutlass.range_constexpr(k_blocks):
-                cute.gemm(tiled_mma, acc, buf[(None, None, kb)], tCrW[(None, None, kb, stage)], acc)
-            cute.nvgpu.warpgroup.commit_group()
-        # One WGMMA group in flight: the previous one is done with its stage (X and W' in shared
-        # memory) and with its A registers.
-        cute.nvgpu.warpgroup.wait_group(1)
-        if k > 0:
-            ring.consumer_release(prev_stage, signals, dst)
-        position.advance()
-        return position, stage
-
-    @cute.jit
-    def add_squares(self, buf, sumsq, k_blocks: cutlass.Constexpr, values_per_block: cutlass.Constexpr,
-                    rows_per_thread: cutlass.Constexpr):
-        """The squares of one k-tile's X registers into sumsq (per thread: its two rows)."""
+        cute.copy(s2r, tXsX[(None, None, None, stage)], view)
         if cutlass.const_expr(self.cfg.square_unpack == "bits" and self.dtype == cutlass.BFloat16):
             self.add_squares_by_words(buf, sumsq, k_blocks, values_per_block, rows_per_thread)
         else:
@@ -342,6 +287,17 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
                         x = buf[v, m, kb].to(cutlass.Float32)
                         i = 2 * m + self.a_half[v]
                         sumsq[i] = sumsq[i] + x * x
+        cute.nvgpu.warpgroup.fence()
+        for kb in cutlass.range_constexpr(k_blocks):
+            cute.gemm(tiled_mma, acc, buf[(None, None, kb)], tCrW[(None, None, kb, stage)], acc)
+        cute.nvgpu.warpgroup.commit_group()
+        # One WGMMA group in flight: the previous one is done with its stage (W' in shared
+        # memory) and with its A registers.
+        cute.nvgpu.warpgroup.wait_group(1)
+        if k > 0:
+            ring.consumer_release(prev_stage, signals, dst)
+        position.advance()
+        return position, stage
 
     @cute.jit
     def add_squares_by_words(self, buf, sumsq, k_blocks: cutlass.Constexpr, values_per_block: cutlass.Constexpr,

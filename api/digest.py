@@ -161,7 +161,9 @@ def _diff(doc: dict[str, Any]) -> tuple[str, list[str], str]:
     skipped = doc.get("rules_not_evaluated") or {}
     if skipped:
         blocks.append(f"Not evaluated ({len(skipped)} rules): metrics not collected.")
-    return diff_headline(doc) + head_note, blocks, "the JSON document holds everything"
+    caveats = doc.get("comparability") or []
+    caveat = f" Compare with care: {'; '.join(caveats)}." if caveats else ""
+    return diff_headline(doc) + caveat + head_note, blocks, "the JSON document holds everything"
 
 
 # ----------------------------------------------------------------------------- show, gate, sweep

@@ -242,6 +242,14 @@ class Diff(Result):
     def b(self) -> KernelProfile:
         return self.comparison.b
 
+    @property
+    def comparability(self) -> list[str]:
+        """What makes A against B less direct (different GPUs, sources, clock control, SM clocks
+        more than 5 % apart); empty when nothing does."""
+        from kernelscope.profiler.compare import comparability_warnings
+
+        return comparability_warnings(self.a, self.b)
+
     def __repr__(self) -> str:
         return f"Diff(A={self.a.name[:40]!r}, B={self.b.name[:40]!r}, {len(self.findings)} finding(s))"
 

@@ -80,6 +80,21 @@ class OpcodeDelta:
         return (self.count_a - self.count_b) / self.count_b
 
 
+def comparability_warnings(a: KernelProfile, b: KernelProfile) -> list[str]:
+    """Facts that make a side-by-side comparison less direct; said, not hidden."""
+    notes = []
+    if a.device.name and b.device.name and a.device.name != b.device.name:
+        notes.append(f"different devices: {a.device.name} vs {b.device.name}")
+    if a.session.tool != b.session.tool:
+        notes.append(f"different sources: {a.session.tool} vs {b.session.tool}")
+    if a.session.clock_control != b.session.clock_control:
+        notes.append(f"clock control differs: {a.session.clock_control} vs {b.session.clock_control}")
+    ca, cb = a.device.sm_clock_hz, b.device.sm_clock_hz
+    if ca and cb and abs(ca - cb) / max(ca, cb) > 0.05:
+        notes.append(f"measured SM clocks differ: {ca / 1e9:.2f} vs {cb / 1e9:.2f} GHz (compare cycles, not time)")
+    return notes
+
+
 @dataclass
 class Comparison:
     a: KernelProfile

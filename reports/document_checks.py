@@ -26,6 +26,7 @@ IDENTITY = Opt({"name": Opt(TEXT), "short_name": Opt(TEXT), "demangled_name": Op
                 "index": Opt(NUMBER), "device": Opt(dict), "session": Opt(dict)})
 DIFF = {
     "a": IDENTITY, "b": IDENTITY,
+    "comparability": Opt([TEXT]),
     "views": Opt({"*": {"title": Opt(TEXT), "metrics": Opt([{
         "id": TEXT, "label": TEXT, "unit": Opt(TEXT), "a": VALUE, "b": VALUE, "change": VALUE,
         "relative": VALUE, "better_side": Opt(TEXT)}])}}),

@@ -44,6 +44,8 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
         gap_within_noise=bool((doc.get("verdict") or {}).get("within_noise")),
     )
     page.lead = _verdict_html(doc.get("verdict"), name_a, name_b)
+    if doc.get("comparability"):
+        page.lead += "<p><b>Compare with care:</b> " + escape("; ".join(doc["comparability"])) + ".</p>"
     if doc.get("shared"):
         page.lead += ("<p class=\"dim\">Shared by both (not a difference): "
                       + escape("; ".join(f"{f.get('title')} [{f.get('rule')}]" for f in doc["shared"])) + "</p>")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kernelscope.profiler.compare import Comparison, MetricReading
+from kernelscope.profiler.compare import Comparison, MetricReading, comparability_warnings
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.units import format_change, format_relative, format_share, format_value, kernel_label
-from kernelscope.reports.terminal import comparability_warnings, describe, session_line
+from kernelscope.reports.terminal import describe, session_line
 
 _MARK = {"a": "**A**", "b": "B", "same": "="}
 

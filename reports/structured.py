@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from kernelscope import __version__
-from kernelscope.profiler.compare import Comparison, MetricReading
+from kernelscope.profiler.compare import Comparison, MetricReading, comparability_warnings
 from kernelscope.profiler.names import short_name
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.sources import SHOW_SCHEMA, SHOW_SCHEMA_VERSION
@@ -93,6 +93,7 @@ def diff_document(comparison: Comparison, extra: dict[str, Any] | None = None) -
         "kernelscope_version": __version__,
         "a": identity(comparison.a),
         "b": identity(comparison.b),
+        "comparability": comparability_warnings(comparison.a, comparison.b),
         "views": views,
         "instruction_mix": [
             {

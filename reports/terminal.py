@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.profiler.compare import Comparison, MetricReading
+from kernelscope.profiler.compare import Comparison, MetricReading, comparability_warnings
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.units import (
     FULL_NAMES,
@@ -205,21 +205,6 @@ def print_opcode_table(comparison: Comparison, console: Console) -> None:
             format_relative(o.relative) if o.relative is not None else ("new" if (o.count_a or 0) > 0 and o.count_b == 0 else ""),
         )
     console.print(table)
-
-
-def comparability_warnings(a: KernelProfile, b: KernelProfile) -> list[str]:
-    """Facts that make a side-by-side comparison less direct; said, not hidden."""
-    notes = []
-    if a.device.name and b.device.name and a.device.name != b.device.name:
-        notes.append(f"different devices: {a.device.name} vs {b.device.name}")
-    if a.session.tool != b.session.tool:
-        notes.append(f"different sources: {a.session.tool} vs {b.session.tool}")
-    if a.session.clock_control != b.session.clock_control:
-        notes.append(f"clock control differs: {a.session.clock_control} vs {b.session.clock_control}")
-    ca, cb = a.device.sm_clock_hz, b.device.sm_clock_hz
-    if ca and cb and abs(ca - cb) / max(ca, cb) > 0.05:
-        notes.append(f"measured SM clocks differ: {ca / 1e9:.2f} vs {cb / 1e9:.2f} GHz (compare cycles, not time)")
-    return notes
 
 
 def print_timing_checks(console: Console, label: str, checks) -> None:

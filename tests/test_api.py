@@ -175,3 +175,21 @@ def test_inspection_lists_the_loops_the_cli_lists():
     mma_loops = [loop for loop in innermost(loops) if loop.opcodes.get("HGMMA")]
     assert [loop.opcodes["HGMMA"] for loop in mma_loops] == [4]
     assert all(loop.to_dict()["instructions"] == loop.instructions for loop in loops)
+
+
+def test_a_diff_across_two_gpus_says_so_in_python_json_and_brief():
+    """A pair of reports from an H200 and an H100: the caveat reaches every way an agent reads
+    a diff, not only the terminal table."""
+    import kernelscope as ks
+    from kernelscope.api.digest import digest
+
+    h100 = str(FIXTURES / "h100-gemm-vs-cublas-4096.lines.ncu-rep.xz")
+    pair = ks.diff(GEMM_PAIR + ":@0", h100 + ":@0")
+    assert pair.comparability == ["different devices: NVIDIA H200 vs NVIDIA H100 80GB HBM3"]
+    doc = pair.to_dict()
+    assert doc["comparability"] == pair.comparability
+    assert "Compare with care: different devices: NVIDIA H200 vs NVIDIA H100 80GB HBM3." in digest(doc, tokens=400)
+    same = ks.diff(GEMM_PAIR)
+    assert same.comparability == [] and same.to_dict()["comparability"] == []
+    assert "Compare with care" not in digest(same.to_dict(), tokens=400)
+    assert "<b>Compare with care:</b> different devices: NVIDIA H200 vs NVIDIA H100 80GB HBM3." in pair._repr_html_()

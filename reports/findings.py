@@ -51,7 +51,7 @@ def reason_text(result: Diagnosis | None) -> str | None:
 
 
 def unexplained_text(result: Diagnosis | None) -> str | None:
-    """Why no main reason is named although A is slower ('no single cause explains ...')."""
+    """Why no main reason is named ('no single cause explains ...', or that A is the faster one)."""
     note = result.unexplained if result is not None and result.verdict is not None else None
     return note[0].upper() + note[1:] + "." if note else None
 

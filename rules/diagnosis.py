@@ -97,8 +97,12 @@ class Diagnosis:
 
     @property
     def unexplained(self) -> str | None:
-        """Why no main reason is named although A is slower: noise, or no single cause."""
+        """Why no main reason is named: noise, no single cause, or A being the faster one."""
         v = self.verdict
+        if v is not None and v.faster == "a" and (v.slower_by or 0.0) >= NOISE_FLOOR:
+            # The rules explain what makes the target slower; here the reference is.
+            return (f"A is the faster kernel: its findings are its own headroom, none is the reason for a gap; "
+                    f"to see what makes B {(v.slower_by or 0.0) * 100:.1f}% slower, swap the two (B first)")
         if v is None or v.faster != "b" or self.main_reason is not None:
             return None
         gap = f"{(v.slower_by or 0.0) * 100:.1f}%"

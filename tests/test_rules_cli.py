@@ -58,7 +58,11 @@ def test_diff_json_and_markdown_carry_the_findings(fixture_file):
     assert rules[0] == "narrow-global-access" and len(rules) == 7
     # A is the faster kernel here: the verdict says so and no finding claims a share of a gap.
     assert doc["verdict"]["faster"] == "a" and doc["verdict"]["gap_ns"] < 0 and doc["verdict"]["main_reason"] is None
-    assert doc["verdict"]["within_noise"] is False and doc["verdict"]["unexplained"] is None
+    assert doc["verdict"]["within_noise"] is False
+    # ... and points to the comparison that would explain the gap: B against A.
+    assert doc["verdict"]["unexplained"] == ("A is the faster kernel: its findings are its own headroom, none is "
+                                             "the reason for a gap; to see what makes B 206.3% slower, swap the "
+                                             "two (B first)")
     assert all(f["explains"] is None for f in doc["findings"])
     first = doc["findings"][0]
     assert first["severity"] == "warning" and first["cause"] == "narrow-access" and 0 < first["impact"] <= 1

@@ -59,8 +59,10 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     return Sweep(doc)
 
 
-def kernel(spec: KernelLike, role: str = "kernel"):
-    """One KernelProfile from a spec string, a profile, or a one-kernel Profiles/Inspection."""
+def kernel(spec: KernelLike, role: str = "kernel", *, merge: bool = False):
+    """One KernelProfile from a spec string, a profile, or a one-kernel Profiles/Inspection.
+    merge: several launches become one profile (kind "merged": counts and times summed)."""
+    from kernelscope.profiler.merge import merge_profiles
     from kernelscope.profiler.record import KernelProfile
 
     if isinstance(spec, KernelProfile):
@@ -68,21 +70,30 @@ def kernel(spec: KernelLike, role: str = "kernel"):
     if isinstance(spec, Inspection):
         spec = spec.profiles
     if isinstance(spec, Profiles):
-        return only(spec.profiles, spec.source, role)
-    if isinstance(spec, (str, os.PathLike)):
-        _, profiles = load_spec(os.fspath(spec), lines=True)
-        return only(profiles, os.fspath(spec), role)
+        where, profiles = spec.source, spec.profiles
+    elif isinstance(spec, (str, os.PathLike)):
+        where = os.fspath(spec)
+        _, profiles = load_spec(where, lines=True)
+    else:
+        profiles = None
+    if profiles is not None:
+        if merge and len(profiles) > 1:
+            names = list(dict.fromkeys(p.name for p in profiles))
+            return merge_profiles(names[0] if len(names) == 1 else f"{len(profiles)} launches of {where}", profiles,
+                                  kind="merged")
+        return only(profiles, where, role)
     raise TypeError(f"{role}: expected a path spec, KernelProfile, Profiles or Inspection, not {type(spec).__name__}")
 
 
 def diff(a: KernelLike, b: KernelLike | None = None, *, views: Sequence[str] | None = None,
          rules: Sequence[str] = (), disable: Sequence[str] = (), catalog: Sequence[str] = (),
-         top_opcodes: int = 15) -> Diff:
+         top_opcodes: int = 15, merge: bool = False) -> Diff:
     """Kernel A (yours) beside kernel B (its reference), metric by metric, with rule findings.
 
     With `b` omitted, `a` must name (or be) a report holding exactly two kernels.
     rules: extra rule files (docs/rules.md); disable: rule ids to skip; catalog: extra
-    catalog files; views: the views to compare (default: all).
+    catalog files; views: the views to compare (default: all); merge: A and B may each match
+    several launches, merged per side (as many on both sides), as `diff --merge`.
     """
     from kernelscope.profiler.catalog import load_catalog
     from kernelscope.profiler.compare import compare
@@ -99,7 +110,10 @@ def diff(a: KernelLike, b: KernelLike | None = None, *, views: Sequence[str] | N
                             "matching (give A and B)")
         first, second = profiles
     else:
-        first, second = kernel(a, "A"), kernel(b, "B")
+        first, second = kernel(a, "A", merge=merge), kernel(b, "B", merge=merge)
+        if merge and first.launches != second.launches:
+            raise UserError(f"merge: A merges {first.launches} launch(es) and B {second.launches}; summed counts and "
+                            f"times compare like with like only for as many launches on both sides: narrow A or B")
     from kernelscope.rules.line_locations import attach_locations
 
     cat = load_catalog(catalog)

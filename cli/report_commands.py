@@ -222,11 +222,16 @@ def rules_in_effect(rule_files, disabled, catalog) -> str | None:
               help="Also print GitHub Actions annotations (::warning file=...,line=...) for findings located at lines.")
 @click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None,
               help="Write the findings located at lines as a SARIF 2.1.0 file.")
+@click.option("--group-nvtx", "group_nvtx", metavar="PREFIX", default=None,
+              help="Merge launches inside NVTX ranges whose name starts with PREFIX (as show does).")
+@click.option("--merge", "merge", is_flag=True,
+              help="A and B may each match several launches: merge each side's into one (counts and times summed, "
+                   "rates weighted by time). Both sides must merge the same number of launches.")
 @_tokens_option
 @full_names_option
 @force_option
 def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lines, top, timeline, github, sarif_path,
-         tokens, force):
+         group_nvtx, merge, tokens, force):
     """Put kernel A (yours) beside kernel B (the reference), metric by metric.
 
     A and B are FILE[:REGEX] or FILE:@INDEX (.ncu-rep or kernelscope JSON); both may
@@ -239,15 +244,22 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
 
     if timeline and fmt not in ("table", "json"):
         raise UserError(f"--timeline prints a table or JSON, not {fmt}")
+    if merge and (b is None or timeline):
+        raise UserError("--merge needs A and B (each merged on its own), and compares no timelines (those are "
+                        "per launch)" if b is not None else "--merge needs both A and B: each side's launches are merged on their own")
     if b is None:
         path, selector = split_spec(a)
-        profiles = select_profiles(load_profiles(path, lines=lines_for(selector), timeline=timeline), selector, path)
+        profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx, lines=lines_for(selector, group_nvtx),
+                                                 timeline=timeline), selector, path)
         if len(profiles) != 2:
             raise UserError(f"diff with one report needs exactly two kernels there; {path} has {len(profiles)} matching (give A and B)")
         first, second = profiles
     else:
-        first = resolve_one(a, "A", lines=True, timeline=timeline)
-        second = resolve_one(b, "B", lines=True, timeline=timeline)
+        first = resolve_one(a, "A", lines=True, timeline=timeline, group_nvtx=group_nvtx, merge=merge)
+        second = resolve_one(b, "B", lines=True, timeline=timeline, group_nvtx=group_nvtx, merge=merge)
+        if merge and first.launches != second.launches:
+            raise UserError(f"--merge: A merges {first.launches} launch(es) and B {second.launches}; summed counts and "
+                            f"times compare like with like only for as many launches on both sides: narrow A or B")
     if lines:
         require_lines([first], a)
         require_lines([second], b or a)

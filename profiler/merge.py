@@ -31,8 +31,9 @@ def group_by_nvtx(profiles: list[KernelProfile], prefix: str) -> list[KernelProf
 _SUMMED_UNITS = {"byte", "inst", "sector", "request", "cycle", "ns", "usecond", "msecond", "second", "warp", "thread", "block", ""}
 
 
-def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
-    """One profile for several launches of one NVTX range.
+def merge_profiles(name: str, members: list[KernelProfile], kind: str = "nvtx-range") -> KernelProfile:
+    """One profile for several launches: those of one NVTX range (kind "nvtx-range"), or the
+    launches a selector matched, merged on request (kind "merged").
 
     Counts add up: `.sum` counters, the duration, and cycle or byte counts per unit
     (`.avg`/`.max`/`.min` of a counter: a range's launches run one after another, so an
@@ -45,7 +46,7 @@ def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
     (not collected), never partially summed.
     """
     if len(members) == 1:
-        return KernelProfile(**{**vars(members[0]), "name": name, "kind": "nvtx-range"})
+        return KernelProfile(**{**vars(members[0]), "name": name, "kind": kind})
     source_lines = None
     if all(m.source_lines is not None for m in members):
         from kernelscope.profiler.source_lines import LineProfile
@@ -77,12 +78,14 @@ def merge_profiles(name: str, members: list[KernelProfile]) -> KernelProfile:
     stall_keys = set.intersection(*(set(m.stalls) for m in members)) if members else set()
     for reason in stall_keys:
         stalls[reason] = sum(m.stalls[reason] * w for m, w in zip(members, weights)) / total_weight
+    one_kernel = len({m.name for m in members}) == 1
     return KernelProfile(
         source=first.source,
         index=first.index,
-        kind="nvtx-range",
+        kind=kind,
         name=name,
-        demangled_name=" + ".join(m.name for m in members),
+        # Launches of one kernel keep its demangled name (short names are made from it).
+        demangled_name=first.demangled_name if kind == "merged" and one_kernel else " + ".join(m.name for m in members),
         mangled_name=None,
         nvtx_ranges=first.nvtx_ranges,
         grid=first.grid,

@@ -76,7 +76,7 @@ class KernelProfile:
 
     source: str                     # report path, or "static:<target>"
     index: int                      # position in the source (report order)
-    kind: str                       # "kernel", "nvtx-range" or "static"
+    kind: str                       # "kernel", "nvtx-range", "merged" (diff --merge) or "static"
     name: str                       # function name (short, as ncu shows it)
     demangled_name: str
     mangled_name: str | None = None

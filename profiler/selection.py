@@ -86,15 +86,26 @@ def lines_for(selector: str | None, group_nvtx: str | None = None):
                           or any(regex.search(r) for r in p.nvtx_ranges))
 
 
-def resolve_one(spec: str, role: str, lines: bool = False, timeline: bool = False) -> KernelProfile:
+def resolve_one(spec: str, role: str, lines: bool = False, timeline: bool = False, *,
+                group_nvtx: str | None = None, merge: bool = False) -> KernelProfile:
     """The one kernel `FILE[:SELECTOR]` names; a UserError listing them when it names several.
     With `lines`, it carries its per-line records where the input has them; with `timeline`, its
-    PM samples (an .ncu-rep only)."""
+    PM samples (an .ncu-rep only). `group_nvtx` merges the launches of each NVTX range with that
+    prefix first; `merge` merges every launch the selector matches into one profile (kind
+    "merged": counts and times summed, rates weighted), for reports with several launches."""
+    from kernelscope.profiler.merge import merge_profiles
+
     path, selector = split_spec(spec)
-    profiles = select_profiles(load_profiles(path, lines=lines_for(selector) if lines else False, timeline=timeline),
-                               selector, path)
+    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx,
+                                             lines=lines_for(selector, group_nvtx) if lines else False,
+                                             timeline=timeline), selector, path)
+    if merge and len(profiles) > 1:
+        names = list(dict.fromkeys(p.name for p in profiles))
+        label = names[0] if len(names) == 1 else f"{len(profiles)} launches matching {selector or path}"
+        return merge_profiles(label, profiles, kind="merged")
     if len(profiles) != 1:
         names = ", ".join(f"@{p.index} {p.name}" for p in profiles[:6])
         more = f", ... ({len(profiles)} in all)" if len(profiles) > 6 else ""
-        raise UserError(f"{role} {spec!r} matches {len(profiles)} kernels ({names}{more}); narrow it with :REGEX or :@INDEX")
+        raise UserError(f"{role} {spec!r} matches {len(profiles)} kernels ({names}{more}); narrow it with :REGEX or "
+                        f":@INDEX, or merge its launches with --merge")
     return profiles[0]

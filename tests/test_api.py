@@ -193,3 +193,13 @@ def test_a_diff_across_two_gpus_says_so_in_python_json_and_brief():
     assert same.comparability == [] and same.to_dict()["comparability"] == []
     assert "Compare with care" not in digest(same.to_dict(), tokens=400)
     assert "<b>Compare with care:</b> different devices: NVIDIA H200 vs NVIDIA H100 80GB HBM3." in pair._repr_html_()
+
+
+def test_diff_merge_in_python_as_on_the_command_line():
+    many = str(FIXTURES / "h200-torch-242-launches.metrics6.ncu-rep.xz")
+    pair = ks.diff(many + ":distribution", many + ":distribution", merge=True)
+    assert pair.a.kind == "merged" and pair.a.launches == 2
+    with pytest.raises(ks.UserError, match="A merges 240 launch"):
+        ks.diff(many + ":vectorized", many + ":distribution", merge=True)
+    with pytest.raises(ks.UserError, match="matches 2 kernels"):
+        ks.diff(many + ":distribution", many + ":@0")

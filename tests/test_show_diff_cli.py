@@ -208,3 +208,31 @@ def test_user_errors_are_one_line_and_exit_2(fixture_file, tmp_path, args, messa
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert re.search(message, lines[0]), lines[0]
+
+
+def test_diff_merge_sums_each_sides_launches_and_refuses_unequal_counts(fixture_file):
+    """A report with many launches: --merge makes each side one profile of its launches (the
+    durations add up), and refuses to put 240 launches beside 2."""
+    path = fixture_file(MANY)
+    launches = [p for p in load_profiles(path) if p.name == "distribution_elementwise_grid_stride_kernel"]
+    assert len(launches) == 2
+    total_ns = sum(p.value("gpu__time_duration.sum") for p in launches)
+    doc = json.loads(run("diff", f"{path}:distribution", f"{path}:distribution", "--merge", "--format", "json").output)
+    assert doc["a"]["kind"] == doc["b"]["kind"] == "merged" and doc["a"]["launches"] == 2
+    single = json.loads(run("diff", f"{path}:@0", f"{path}:@1", "--format", "json").output)
+    assert doc["a"]["short_name"] == single["a"]["short_name"]     # named as one launch of the kernel is
+    assert doc["verdict"]["a_ns"] == pytest.approx(total_ns) and doc["verdict"]["faster"] == "same"
+    unequal = run("diff", f"{path}:vectorized", f"{path}:distribution", "--merge")
+    assert unequal.exit_code == 2 and "A merges 240 launch(es) and B 2" in unequal.output
+    one_side = run("diff", path, "--merge")
+    assert one_side.exit_code == 2 and "--merge needs both A and B" in one_side.output
+    # Without --merge, the error says how to get there.
+    several = run("diff", f"{path}:distribution", f"{path}:@0")
+    assert several.exit_code == 2 and "merge its launches with --merge" in several.output
+
+
+def test_diff_groups_nvtx_ranges_as_show_does(fixture_file):
+    doc = json.loads(run("diff", fixture_file("h200-rmsnorm-vs-torch.quick.ncu-rep"), "--group-nvtx", "ks:",
+                         "--format", "json").output)
+    assert (doc["a"]["name"], doc["b"]["name"]) == ("ks:target", "ks:reference")
+    assert doc["a"]["kind"] == doc["b"]["kind"] == "nvtx-range"

@@ -86,11 +86,13 @@ def build_server():
     @server.tool()
     def diff(a: Spec, b: Annotated[Optional[str], Field(description="The reference kernel (same syntax as a); omit "
                                                                    "when a holds exactly two kernels")] = None,
-             format: Format = "brief", tokens: Tokens = 400) -> str:
+             format: Format = "brief", tokens: Tokens = 400,
+             merge: Annotated[bool, Field(description="a and b may each match several launches: merge each "
+                                                      "side's into one (as many launches on both sides)")] = False) -> str:
         """Kernel A (yours) against B (its reference): who is faster and by how much, the rule findings ranked by
         impact with the numbers behind them, and the largest metric changes."""
         with _quiet_stdout():
-            return _answer(api.diff(a, b), format, tokens)
+            return _answer(api.diff(a, b, merge=merge), format, tokens)
 
     @server.tool()
     def explain_rule(rule_id: Annotated[str, Field(description="A rule id as findings name it, e.g. stall-barrier")]) -> str:

@@ -56,7 +56,7 @@ def test_tools_are_listed_with_json_schemas():
     assert set(tools) == TOOLS
     diff = _schema(tools["diff"])
     assert diff["type"] == "object" and diff["required"] == ["a"]
-    assert set(diff["properties"]) >= {"a", "b", "format", "tokens"}
+    assert set(diff["properties"]) >= {"a", "b", "format", "tokens", "merge"}
     assert diff["properties"]["format"].get("enum") == ["brief", "json"] or "brief" in json.dumps(diff["properties"]["format"])
     assert _schema(tools["explain_rule"])["required"] == ["rule_id"]
     assert all(t.description for t in tools.values())
@@ -71,9 +71,13 @@ def test_diff_brief_json_explain_show_and_errors_over_stdio():
         shown = await session.call_tool("show", {"report": GEMM_PAIR + ":@1", "format": "json"})
         missing = await session.call_tool("show", {"report": str(FIXTURES / "no-such.ncu-rep")})
         no_gpu = await session.call_tool("run", {"target": "rmsnorm"})
-        return brief, full, rule, explained, shown, missing, no_gpu
+        many = str(FIXTURES / "h200-torch-242-launches.metrics6.ncu-rep.xz")
+        merged = await session.call_tool("diff", {"a": many + ":distribution", "b": many + ":distribution",
+                                                  "merge": True, "format": "json"})
+        return brief, full, rule, explained, shown, missing, no_gpu, merged
 
-    brief, full, rule, explained, shown, missing, no_gpu = _session(body)
+    brief, full, rule, explained, shown, missing, no_gpu, merged = _session(body)
+    assert json.loads(_text(merged))["a"]["launches"] == 2
     assert not _error(brief)
     text = _text(brief)
     assert "A is 1.6% slower than B" in text and f"({rule};" in text and "evidence:" in text

@@ -32,9 +32,12 @@ def load_spec(spec: str, *, group_nvtx: str | None = None, lines: bool = False) 
     """(path, profiles) for `FILE`, `FILE:REGEX` or `FILE:@INDEX`."""
     from kernelscope.profiler.selection import split_spec
 
-    from kernelscope.profiler.selection import lines_for
+    from kernelscope.profiler.selection import lines_for, sass_facts_for
 
     path, selector = split_spec(spec)
-    # Per-line records cost a disassembly per kernel: only where asked, for the selected kernels.
-    profiles = load_profiles(path, group_nvtx_prefix=group_nvtx, lines=lines_for(selector, group_nvtx) if lines else False)
+    # Per-line records and the SASS facts cost a disassembly per kernel: only where asked (a diff's
+    # kernels), for the selected kernels (the facts only where the report counts no instructions).
+    profiles = load_profiles(path, group_nvtx_prefix=group_nvtx,
+                             lines=lines_for(selector, group_nvtx) if lines else False,
+                             static_sass=sass_facts_for(selector, group_nvtx) if lines else False)
     return path, pick(profiles, selector, path)

@@ -12,7 +12,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.catalog import evaluate, load_catalog
 from kernelscope.profiler.compare import MetricReading, compare, readings
 from kernelscope.profiler.record import KernelProfile
-from kernelscope.profiler.selection import lines_for, resolve_one, select_profiles, split_spec
+from kernelscope.profiler.selection import lines_for, resolve_one, sass_facts_for, select_profiles, split_spec
 from kernelscope.profiler.sources import load_profiles
 from kernelscope.reports import findings, markdown, structured, terminal
 from kernelscope.profiler.units import FULL_NAMES, kernel_label
@@ -64,10 +64,14 @@ def _emit(text: str) -> None:
 @click.option("--timeline", "timeline", is_flag=True,
               help="The launch over time: ncu's PM samples (tensor pipe, issue, DRAM, L2 every ~1.5 us) with its "
                    "ramp, plateau and tail (needs the PmSampling section).")
+@click.option("--sass-facts", "sass_facts", is_flag=True,
+              help="Also read each selected kernel's SASS from the report (any section set holds it): local "
+                   "memory, fences, shared atomics and code size, in the static view (~0.1 s per kernel, more "
+                   "for long code). diff reads them for its two kernels always.")
 @_catalog_option
 @_tokens_option
 @full_names_option
-def show(report, regex, views, fmt, group_nvtx, full, lines, top, timeline, catalog_files, tokens):
+def show(report, regex, views, fmt, group_nvtx, full, lines, top, timeline, sass_facts, catalog_files, tokens):
     """Show the metric views of each kernel in REPORT (.ncu-rep or kernelscope JSON).
 
     REPORT may carry a selector: FILE.ncu-rep:REGEX or FILE.ncu-rep:@INDEX. When more
@@ -86,7 +90,9 @@ def show(report, regex, views, fmt, group_nvtx, full, lines, top, timeline, cata
     catalog.metrics_of(view_names)
     if regex and selector:
         raise UserError(f"{report}: give the kernel either after the file name (FILE:{selector}) or with -k, not both")
-    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx), regex or selector, path)
+    static_sass = lines_for(regex or selector, group_nvtx) if sass_facts else False
+    profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx, static_sass=static_sass),
+                               regex or selector, path)
     if fmt == "table" and len(profiles) > DETAIL_LIMIT and not full and not views:
         summary = [catalog.metrics[m] for m in terminal.SUMMARY_METRICS]
         rows = [(p, [MetricReading(d, evaluate(d, p, catalog)) for d in summary]) for p in profiles]
@@ -250,7 +256,8 @@ def diff(a, b, views, fmt, top_opcodes, catalog_files, rule_files, disabled, lin
     if b is None:
         path, selector = split_spec(a)
         profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx, lines=lines_for(selector, group_nvtx),
-                                                 timeline=timeline), selector, path)
+                                                 timeline=timeline, static_sass=sass_facts_for(selector, group_nvtx)),
+                                   selector, path)
         if len(profiles) != 2:
             raise UserError(f"diff with one report needs exactly two kernels there; {path} has {len(profiles)} matching (give A and B)")
         first, second = profiles

@@ -66,6 +66,9 @@ def merge_profiles(name: str, members: list[KernelProfile], kind: str = "nvtx-ra
             continue
         if key.startswith(("launch__", "device__")):
             metrics[key] = metric
+        elif key.startswith("static__"):
+            # Facts of the code (local memory, fences, size): the members' largest is what the range runs.
+            metrics[key] = Metric(max(v.value for v in values), metric.unit)
         elif _is_total(key, metric.unit):
             metrics[key] = Metric(sum(v.value for v in values), metric.unit)
         else:

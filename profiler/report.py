@@ -115,6 +115,7 @@ def load_report(
     group_nvtx_prefix: str | None = None,
     lines: "bool | Callable[[KernelProfile], bool]" = False,
     timeline: bool = False,
+    static_sass: "bool | Callable[[KernelProfile], bool]" = False,
 ) -> list[KernelProfile]:
     """One KernelProfile per profiled kernel launch, in report order.
 
@@ -123,17 +124,21 @@ def load_report(
     outside such ranges stay single. With `lines`, each profile also gets its per-source-line
     records (`source_lines`); a predicate instead of True picks the launches that get them
     (reading a kernel's SASS costs a disassembly). With `timeline`, each also gets its PM samples
-    over time (`timeline`, profiler.timeline.Timeline; None where the report has none).
+    over time (`timeline`, profiler.timeline.Timeline; None where the report has none). With
+    `static_sass` (True or a predicate, as `lines`), each also gets the static__ facts of its
+    function's SASS (profiler.report_sass: local memory, fences, shared atomics, code size), which
+    any report holds whatever sections it collected.
 
     A file read before in this process, unchanged (same size and modification time) and with
     the same options, is not parsed again: the call returns a fresh copy of the profiles.
     """
     path = Path(path)
-    key = _parse_key(path, group_nvtx_prefix, lines, timeline)
+    key = _parse_key(path, group_nvtx_prefix, lines, timeline, static_sass)
     if key is not None and key in _parsed:
         _parsed.move_to_end(key)
         return pickle.loads(_parsed[key])
-    profiles = _load_report_uncached(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines, timeline=timeline)
+    profiles = _load_report_uncached(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines, timeline=timeline,
+                                     static_sass=static_sass)
     if key is not None:
         _parsed[key] = pickle.dumps(profiles, protocol=pickle.HIGHEST_PROTOCOL)
         while len(_parsed) > _PARSED_CACHE_SIZE:
@@ -141,17 +146,17 @@ def load_report(
     return profiles
 
 
-def _parse_key(path: Path, group_nvtx_prefix, lines, timeline: bool) -> tuple | None:
-    """The cache key of a load: None (not cached) for a predicate `lines` or a path that cannot
-    be stat'ed (the uncached load then reports the error)."""
-    if not isinstance(lines, bool):
+def _parse_key(path: Path, group_nvtx_prefix, lines, timeline: bool, static_sass=False) -> tuple | None:
+    """The cache key of a load: None (not cached) for a predicate `lines` or `static_sass`, or a
+    path that cannot be stat'ed (the uncached load then reports the error)."""
+    if not isinstance(lines, bool) or not isinstance(static_sass, bool):
         return None
     try:
         st = path.stat()
         resolved = path.resolve()
     except OSError:
         return None
-    return (str(resolved), st.st_size, st.st_mtime_ns, group_nvtx_prefix, lines, timeline)
+    return (str(resolved), st.st_size, st.st_mtime_ns, group_nvtx_prefix, lines, timeline, static_sass)
 
 
 def _load_report_uncached(
@@ -160,12 +165,13 @@ def _load_report_uncached(
     group_nvtx_prefix: str | None = None,
     lines: "bool | Callable[[KernelProfile], bool]" = False,
     timeline: bool = False,
+    static_sass: "bool | Callable[[KernelProfile], bool]" = False,
 ) -> list[KernelProfile]:
     if path.suffix == ".xz":
         # Recorded reports are kept xz-compressed; ncu_report reads only plain files.
         with decompressed(path, ".ncu-rep") as plain:
             profiles = _load_report_uncached(plain, group_nvtx_prefix=group_nvtx_prefix, lines=lines,
-                                             timeline=timeline)
+                                             timeline=timeline, static_sass=static_sass)
         for p in profiles:
             p.source = str(path)
         return profiles
@@ -178,6 +184,7 @@ def _load_report_uncached(
     session = _session_facts(raw)
     profiles: list[KernelProfile] = []
     sass_seen: dict[tuple[str, int], str] = {}      # (function, pc) -> SASS, for this report
+    facts_seen: dict = {}                           # function -> its static__ facts, for this report
     for range_index in range(context.num_ranges()):
         report_range = context.range_by_idx(range_index)
         for action_index in range(report_range.num_actions()):
@@ -191,6 +198,11 @@ def _load_report_uncached(
                 from kernelscope.profiler.timeline import read_timeline
 
                 profile.timeline = read_timeline(action)
+            if static_sass is True or (callable(static_sass) and static_sass(profile)):
+                from kernelscope.profiler.report_sass import read_sass_facts
+
+                for name, metric in read_sass_facts(action, facts_seen).items():
+                    profile.metrics.setdefault(name, metric)
             profiles.append(profile)
     if not profiles:
         raise UserError(f"{path}: the report holds no profiled kernels")

@@ -86,19 +86,33 @@ def lines_for(selector: str | None, group_nvtx: str | None = None):
                           or any(regex.search(r) for r in p.nvtx_ranges))
 
 
+# Reports that count instructions (the InstructionStats section) leave the rules nothing to learn from
+# the code itself; reading it costs ~0.1 s to a few seconds per kernel.
+INSTRUCTIONS_EXECUTED = "smsp__inst_executed.sum"
+
+
+def sass_facts_for(selector: str | None, group_nvtx: str | None = None):
+    """Which launches get the static__ facts of their SASS (profiler.report_sass): the selected
+    ones (as lines_for) whose report counts no instructions (ncu's basic set, for one)."""
+    chosen = lines_for(selector, group_nvtx)
+    return lambda p: INSTRUCTIONS_EXECUTED not in p.metrics and (chosen is True or chosen(p))
+
+
 def resolve_one(spec: str, role: str, lines: bool = False, timeline: bool = False, *,
                 group_nvtx: str | None = None, merge: bool = False) -> KernelProfile:
     """The one kernel `FILE[:SELECTOR]` names; a UserError listing them when it names several.
     With `lines`, it carries its per-line records where the input has them; with `timeline`, its
     PM samples (an .ncu-rep only). `group_nvtx` merges the launches of each NVTX range with that
     prefix first; `merge` merges every launch the selector matches into one profile (kind
-    "merged": counts and times summed, rates weighted), for reports with several launches."""
+    "merged": counts and times summed, rates weighted), for reports with several launches. The
+    kernels it names carry the static__ facts of their SASS (profiler.report_sass)."""
     from kernelscope.profiler.merge import merge_profiles
 
     path, selector = split_spec(spec)
     profiles = select_profiles(load_profiles(path, group_nvtx_prefix=group_nvtx,
                                              lines=lines_for(selector, group_nvtx) if lines else False,
-                                             timeline=timeline), selector, path)
+                                             timeline=timeline, static_sass=sass_facts_for(selector, group_nvtx)),
+                               selector, path)
     if merge and len(profiles) > 1:
         names = list(dict.fromkeys(p.name for p in profiles))
         label = names[0] if len(names) == 1 else f"{len(profiles)} launches matching {selector or path}"

@@ -16,10 +16,12 @@ SHOW_SCHEMA_VERSION = 1
 
 
 def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lines=False,
-                  timeline: bool = False) -> list[KernelProfile]:
+                  timeline: bool = False, static_sass=False) -> list[KernelProfile]:
     """Profiles from a .ncu-rep or a kernelscope JSON file, either one possibly .xz-compressed.
     With `lines`, each gets its per-source-line records where the input holds them; with
-    `timeline`, its PM samples (only a report holds them)."""
+    `timeline`, its PM samples (only a report holds them); with `static_sass` (True or a
+    predicate), the static__ facts of its function's SASS (a report's; a JSON file keeps those
+    it was written with)."""
     path = Path(path)
     if path.name.endswith(".json.xz"):
         _refuse_timeline(path, timeline)
@@ -40,7 +42,8 @@ def load_profiles(path: str | Path, *, group_nvtx_prefix: str | None = None, lin
             return _load_json(path)
         if not head.startswith(REPORT_MAGIC):
             raise UserError(f"{path}: not an Nsight Compute report (.ncu-rep) or kernelscope JSON file")
-    return load_report(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines, timeline=timeline)
+    return load_report(path, group_nvtx_prefix=group_nvtx_prefix, lines=lines, timeline=timeline,
+                       static_sass=static_sass)
 
 
 def _refuse_timeline(path: Path, timeline: bool) -> None:

@@ -10,7 +10,7 @@ from kernelscope.reports import plots
 
 PAIRS = {
     # A kernel and a reference at almost the same rate: their roofline labels once overlapped.
-    "flash_attn-vs-fa4": "benchmarks/results/flash_attn-vs-fa4-d64-h200.ncu-rep.xz",
+    "flash_attn-vs-fa4": "benchmarks/results/flash_attn-vs-fa4-d64-h200.json.xz",
     "add-vs-gemm": "tests/fixtures/h200-cute-add-and-cublas-gemm.full.ncu-rep.xz",
     "gemm-vs-cublas": "tests/fixtures/h200-gemm-vs-cublas-4096.quick.ncu-rep.xz",
 }

@@ -220,6 +220,12 @@ CASES = [
     ("local-traffic-vs-reference", "local_array", "scale_good", None, False),
     ("dram-work-vs-reference", "gemm_default", "cublas", None, False),
     ("constant-cache-per-instruction-vs-reference", "gemm_default", "cublas", None, False),
+    # The code rules likewise (their negative controls on basic-set pairs without the cause, and on
+    # profiles without the code's facts: test_diagnosis_recorded_pairs).
+    ("local-memory-in-code-vs-reference", "local_array", "scale_good", None, False),
+    ("fences-in-code-vs-reference", "gemm_default", "cublas", None, False),
+    ("code-size-vs-reference", "gemm_default", "cublas", None, False),
+    ("shared-atomic-replays-vs-reference", "bank_conflict", "scale_good", None, False),
 ]
 
 
@@ -259,11 +265,15 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
                        "fma-work-without-alu-vs-reference", "tensor-pipe-idle-vs-reference", "integer-work-vs-reference",
                        "same-mix-more-instructions-vs-reference", "l2-traffic-beyond-dram-vs-reference",
                        "local-traffic-vs-reference", "dram-work-vs-reference", "constant-cache-per-instruction-vs-reference"}
+    # Fired on basic-set reports from the kernels' SASS facts: test_diagnosis_recorded_pairs.
+    # test_basic_set_reads_the_code_for_what_no_unit_counts.
+    code_fires = {"local-memory-in-code-vs-reference", "fences-in-code-vs-reference", "code-size-vs-reference",
+                  "shared-atomic-replays-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue
         assert rule_id in covered_quiet, f"{rule_id}: no quiet case"
-        assert rule_id in covered_fire | corpus_fires | synthetic_fires | cross_report_fires | basic_set_fires, \
+        assert rule_id in covered_fire | corpus_fires | synthetic_fires | cross_report_fires | basic_set_fires | code_fires, \
             f"{rule_id}: no firing case"
 
 

@@ -29,7 +29,7 @@ L2_BYTES = 50 * 1024 * 1024                      # Hopper's L2 as the driver rep
 
 @pytest.fixture(scope="module")
 def h200_run():
-    return json.loads((FIXTURES / "h200-driver-run-2026-11-21.json").read_text())["runs"][0]
+    return json.loads(lzma.open(FIXTURES / "h200-driver-run-2026-11-21.json.xz").read())["runs"][0]
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +187,7 @@ def test_launch_probe_classifies_honest_side_stream_and_out_of_range_work():
 
 @pytest.mark.parametrize("name,honest", [("honest", True), ("side-stream", False)])
 def test_recorded_h100_probes_classify_as_measured(name, honest):
-    trace = json.loads((FIXTURES / f"h100-probe-{name}.json").read_text())
+    trace = json.loads(lzma.open(FIXTURES / f"h100-probe-{name}.json.xz").read())
     result = lp.classify(lp.work_from_trace(trace), calls=2)
     check = result.check()
     assert check.passed is honest, check.detail

@@ -1,0 +1,101 @@
+"""What a kernel's own SASS says, read from any Nsight Compute report.
+
+Every report holds the code of each profiled function, whatever sections were collected:
+`launch__function_pcs` is the function's first instruction and `sass_by_pc` disassembles one
+instruction at a time (16 bytes each on sm_70 and later). So a report of ncu's basic set, which
+counts no instructions, still shows whether the code uses local memory, memory fences or shared
+atomics, and how large it is. These are the facts `kernelscope inspect` reads from a cubin,
+under the same `static__` names where both have them.
+
+Reading costs ~0.1 s per function (ncu_report disassembles it), so it is done only for the
+launches a command looks at (profiler.report.load_report's `static_sass`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kernelscope.profiler.record import Metric
+from kernelscope.toolchain.sass import local_memory_bytes
+
+FUNCTION_PCS = "launch__function_pcs"
+INSTRUCTION_BYTES = 16
+# Past the last instruction (EXIT, its branch-to-self, then NOP padding) the report returns empty
+# text. Each instruction costs ~0.4 ms to read, so a read stops at MAX_INSTRUCTIONS (256 KB of
+# code, twice the SM's 128 KB instruction cache: past that the size no longer changes what it
+# says); static__sass_read_complete is 0 then, and the counts are of the part read.
+MAX_INSTRUCTIONS = 16_384
+END_AFTER_EMPTY = 2
+
+
+def function_start(action: Any) -> int | None:
+    """The address of the function's first instruction, or None where the report lacks it."""
+    pcs = action.metric_by_name(FUNCTION_PCS)
+    if pcs is None or pcs.num_instances() == 0:
+        return None
+    return pcs.as_uint64(0)
+
+
+def function_sass(action: Any, start: int | None = None) -> list[str] | None:
+    """The function's SASS, one instruction per entry ('@P0 STL.64 [R1], R2'), at most
+    MAX_INSTRUCTIONS of it; None when the report does not say where the function starts."""
+    pc = function_start(action) if start is None else start
+    if pc is None:
+        return None
+    code: list[str] = []
+    empty = 0
+    while empty < END_AFTER_EMPTY and len(code) < MAX_INSTRUCTIONS:
+        text = action.sass_by_pc(pc).strip()
+        if text:
+            code.append(text)
+            empty = 0
+        else:
+            empty += 1
+        pc += INSTRUCTION_BYTES
+    return code or None
+
+
+def opcode_of(instruction: str) -> str:
+    """'@!P0 STL.64 [R1+0x8], R2' -> 'STL.64' (the opcode with its modifiers)."""
+    parts = instruction.split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[0].rstrip(";") if parts else ""
+
+
+# Counted opcodes (the part before the first dot) and the metric each count goes to.
+COUNTED = {
+    "MEMBAR": "static__membar_instructions",
+    "ATOMS": "static__shared_atomic_instructions",
+    "BAR": "static__bar_instructions",
+}
+
+
+def sass_facts(code: list[str]) -> dict[str, Metric]:
+    """The static__ metrics of one function's SASS (as read: see MAX_INSTRUCTIONS)."""
+    opcodes = [opcode_of(i) for i in code]
+    bases = Counter(op.split(".")[0] for op in opcodes)
+    facts = {
+        "static__sass_instructions": Metric(len(opcodes), "inst"),
+        "static__sass_read_complete": Metric(int(len(opcodes) < MAX_INSTRUCTIONS), ""),
+        "static__spill_store_bytes": Metric(local_memory_bytes(opcodes, "STL"), "byte"),
+        "static__spill_load_bytes": Metric(local_memory_bytes(opcodes, "LDL"), "byte"),
+    }
+    for base, name in COUNTED.items():
+        facts[name] = Metric(bases.get(base, 0), "inst")
+    return facts
+
+
+def read_sass_facts(action: Any, seen: dict[int, dict[str, Metric] | None]) -> dict[str, Metric]:
+    """The static__ metrics of the action's function. Launches of one function share its code, so
+    each is read once per report: `seen` maps a function's first address to its facts (by
+    address, not name: two modules may hold different code under one name, as CuTe DSL kernels
+    compiled from one Python function do)."""
+    start = function_start(action)
+    if start is None:
+        return {}
+    if start not in seen:
+        code = function_sass(action, start)
+        seen[start] = sass_facts(code) if code else None
+    return dict(seen[start] or {})

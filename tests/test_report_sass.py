@@ -1,0 +1,96 @@
+"""The static facts of a kernel's SASS, read from the report itself (profiler/report_sass.py): any ncu
+report holds each profiled function's code, whatever sections it collected."""
+
+from kernelscope.profiler import report_sass
+from kernelscope.profiler.report import load_report
+from kernelscope.profiler.selection import sass_facts_for
+
+
+class FakeMetric:
+    def __init__(self, value):
+        self.value = value
+
+    def num_instances(self):
+        return 1
+
+    def as_uint64(self, i):
+        return self.value
+
+
+class FakeAction:
+    """An action whose function starts at `start` and holds `code`, as ncu_report answers."""
+    NameBase_MANGLED = 1
+    NameBase_FUNCTION = 2
+
+    def __init__(self, name, start, code):
+        self._name, self.start, self.code, self.reads = name, start, code, 0
+
+    def name(self, base=None):
+        return self._name
+
+    def metric_by_name(self, name):
+        return FakeMetric(self.start) if name == report_sass.FUNCTION_PCS else None
+
+    def sass_by_pc(self, pc):
+        self.reads += 1
+        i = (pc - self.start) // report_sass.INSTRUCTION_BYTES
+        return f"      {self.code[i]}" if 0 <= i < len(self.code) else ""
+
+
+CODE = ["LDC R1, c[0x0][0x28]", "@P0 STL.64 [R1+0x8], R2", "LDL R4, [R1]", "MEMBAR.SC.GPU", "ATOMS.ADD RZ, [R3], R5",
+        "BAR.SYNC.DEFER_BLOCKING 0x0", "@!P1 MEMBAR.ALL.GPU", "EXIT", "BRA `(.L_x_0)", "NOP"]
+
+
+def test_facts_of_a_function_read_instruction_by_instruction():
+    facts = report_sass.sass_facts(report_sass.function_sass(FakeAction("k", 0x7F00, CODE)))
+    values = {k: m.value for k, m in facts.items()}
+    assert values == {"static__sass_instructions": 10, "static__sass_read_complete": 1,
+                      "static__spill_store_bytes": 8, "static__spill_load_bytes": 4,
+                      "static__membar_instructions": 2, "static__shared_atomic_instructions": 1,
+                      "static__bar_instructions": 1}
+    assert report_sass.opcode_of("@!P0 STL.128 [R1+0x8], R4;") == "STL.128"
+    assert report_sass.function_sass(FakeAction("k", None, CODE)) is None      # no start address: no facts
+
+
+def test_a_long_function_is_read_up_to_the_cap_and_says_so(monkeypatch):
+    monkeypatch.setattr(report_sass, "MAX_INSTRUCTIONS", 4)
+    facts = report_sass.sass_facts(report_sass.function_sass(FakeAction("k", 0, CODE)))
+    assert facts["static__sass_instructions"].value == 4 and facts["static__sass_read_complete"].value == 0
+
+
+def test_functions_are_told_apart_by_address_not_name():
+    # CuTe DSL kernels compiled from one Python function share a name across modules.
+    seen = {}
+    spills = FakeAction("kernel_cutlass_kernel", 0x1000, CODE)
+    clean = FakeAction("kernel_cutlass_kernel", 0x9000, ["LDC R1, c[0x0][0x28]", "EXIT"])
+    assert report_sass.read_sass_facts(spills, seen)["static__spill_store_bytes"].value == 8
+    assert report_sass.read_sass_facts(clean, seen)["static__spill_store_bytes"].value == 0
+    again = FakeAction("kernel_cutlass_kernel", 0x1000, CODE)
+    assert report_sass.read_sass_facts(again, seen)["static__spill_store_bytes"].value == 8 and again.reads == 0
+
+
+def test_a_real_report_holds_its_kernels_code(fixture_file):
+    path = fixture_file("h200-gemm-vs-cublas-4096.quick.ncu-rep")
+    ours, cublas = load_report(path, static_sass=True)
+    assert ours.metrics["static__sass_instructions"].value > 1000 and ours.metrics["static__sass_read_complete"].value == 1
+    assert ours.metrics["static__spill_store_bytes"].value == 0 and ours.metrics["static__bar_instructions"].value > 0
+    assert cublas.metrics["static__sass_instructions"].value > 1000
+    # Only where asked: a plain read carries none of them.
+    assert not [k for k in load_report(path)[0].metrics if k.startswith("static__")]
+
+
+def test_diff_reads_the_code_only_where_the_report_counts_no_instructions(fixture_file):
+    picked = sass_facts_for(None)
+    full, _ = load_report(fixture_file("h200-gemm-vs-cublas-4096.quick.ncu-rep"))
+    assert "smsp__inst_executed.sum" in full.metrics and not picked(full)
+    coarse = full.__class__(**{**vars(full), "metrics": {k: v for k, v in full.metrics.items()
+                                                          if k != "smsp__inst_executed.sum"}})
+    assert picked(coarse)
+    only_first = sass_facts_for("@0")
+    assert only_first(coarse) is (coarse.index == 0)
+
+
+def test_the_selection_limits_the_read(fixture_file):
+    path = fixture_file("h200-gemm-vs-cublas-4096.quick.ncu-rep")
+    chosen = load_report(path, static_sass=lambda p: p.index == 1)
+    assert "static__sass_instructions" not in chosen[0].metrics and "static__sass_instructions" in chosen[1].metrics

@@ -29,6 +29,16 @@ MAX_INSTRUCTIONS = 16_384
 END_AFTER_EMPTY = 2
 
 
+# Reports that count instructions (the InstructionStats section) leave the rules nothing to learn from
+# the code itself, so commands read it only for reports that count none.
+INSTRUCTIONS_EXECUTED = "smsp__inst_executed.sum"
+
+
+def counts_no_instructions(profile) -> bool:
+    """Whether a profile's report lacks instruction counts (ncu's basic set, for one)."""
+    return INSTRUCTIONS_EXECUTED not in profile.metrics
+
+
 def function_start(action: Any) -> int | None:
     """The address of the function's first instruction, or None where the report lacks it."""
     pcs = action.metric_by_name(FUNCTION_PCS)

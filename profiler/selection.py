@@ -10,6 +10,7 @@ import re
 
 from kernelscope.errors import UserError
 from kernelscope.profiler.record import KernelProfile
+from kernelscope.profiler.report_sass import counts_no_instructions
 from kernelscope.profiler.sources import load_profiles
 
 _INDEX = re.compile(r"^@(\d+)$")
@@ -86,16 +87,11 @@ def lines_for(selector: str | None, group_nvtx: str | None = None):
                           or any(regex.search(r) for r in p.nvtx_ranges))
 
 
-# Reports that count instructions (the InstructionStats section) leave the rules nothing to learn from
-# the code itself; reading it costs ~0.1 s to a few seconds per kernel.
-INSTRUCTIONS_EXECUTED = "smsp__inst_executed.sum"
-
-
 def sass_facts_for(selector: str | None, group_nvtx: str | None = None):
-    """Which launches get the static__ facts of their SASS (profiler.report_sass): the selected
-    ones (as lines_for) whose report counts no instructions (ncu's basic set, for one)."""
+    """Which launches get the static__ facts of their SASS (profiler.report_sass; ~0.1 s to a few
+    seconds per kernel): the selected ones (as lines_for) whose report counts no instructions."""
     chosen = lines_for(selector, group_nvtx)
-    return lambda p: INSTRUCTIONS_EXECUTED not in p.metrics and (chosen is True or chosen(p))
+    return lambda p: counts_no_instructions(p) and (chosen is True or chosen(p))
 
 
 def resolve_one(spec: str, role: str, lines: bool = False, timeline: bool = False, *,

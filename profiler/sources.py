@@ -9,6 +9,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.documents import read_json
 from kernelscope.profiler.record import KernelProfile
 from kernelscope.profiler.report import REPORT_MAGIC, decompressed, load_report
+from kernelscope.profiler.report_sass import counts_no_instructions
 from kernelscope.profiler.worker import NVTX_PREFIX, REFERENCE_RANGE, TARGET_RANGE
 
 SHOW_SCHEMA = "kernelscope.show"
@@ -54,8 +55,10 @@ def _refuse_timeline(path: Path, timeline: bool) -> None:
 
 def load_profile_run(path: str | Path, lines: bool = False) -> tuple[KernelProfile | None, KernelProfile | None, list[KernelProfile]]:
     """A report made by `profile`: (target, reference, every profile), launches merged by the
-    worker's `ks:` NVTX ranges; target or reference is None where its range holds no launch."""
-    profiles = load_profiles(path, group_nvtx_prefix=NVTX_PREFIX, lines=lines)
+    worker's `ks:` NVTX ranges; target or reference is None where its range holds no launch. Where
+    the report counts no instructions (`profile --set basic`), each launch carries its code's
+    static__ facts, as a diff of any report does."""
+    profiles = load_profiles(path, group_nvtx_prefix=NVTX_PREFIX, lines=lines, static_sass=counts_no_instructions)
     by_name = {p.name: p for p in profiles}
     return by_name.get(TARGET_RANGE), by_name.get(REFERENCE_RANGE), profiles
 

@@ -82,9 +82,9 @@ def test_a_real_report_holds_its_kernels_code(fixture_file):
 def test_diff_reads_the_code_only_where_the_report_counts_no_instructions(fixture_file):
     picked = sass_facts_for(None)
     full, _ = load_report(fixture_file("h200-gemm-vs-cublas-4096.quick.ncu-rep"))
-    assert "smsp__inst_executed.sum" in full.metrics and not picked(full)
+    assert report_sass.INSTRUCTIONS_EXECUTED in full.metrics and not picked(full)
     coarse = full.__class__(**{**vars(full), "metrics": {k: v for k, v in full.metrics.items()
-                                                          if k != "smsp__inst_executed.sum"}})
+                                                          if k != report_sass.INSTRUCTIONS_EXECUTED}})
     assert picked(coarse)
     only_first = sass_facts_for("@0")
     assert only_first(coarse) is (coarse.index == 0)
@@ -94,3 +94,11 @@ def test_the_selection_limits_the_read(fixture_file):
     path = fixture_file("h200-gemm-vs-cublas-4096.quick.ncu-rep")
     chosen = load_report(path, static_sass=lambda p: p.index == 1)
     assert "static__sass_instructions" not in chosen[0].metrics and "static__sass_instructions" in chosen[1].metrics
+
+
+def test_a_profile_run_reads_the_code_only_without_instruction_counts(fixture_file):
+    from kernelscope.profiler.sources import load_profile_run
+
+    target, reference, _ = load_profile_run(fixture_file("h200-rmsnorm-vs-torch.quick.ncu-rep"))
+    assert report_sass.INSTRUCTIONS_EXECUTED in target.metrics
+    assert not [k for k in target.metrics if k.startswith("static__")]

@@ -269,10 +269,10 @@ def test_the_busy_time_rules_on_pairs_they_were_not_written_on():
     # 35 and 35 after changes made on its misses (no longer held out for those). Set 13, planted after
     # the rules, added after its first diff: 4 of 5 first, quiet on its same-time pair. Re-profiled with
     # the kernels' SASS facts: busy.toml alone 39 as before; with code.toml (written knowing the misses)
-    # 48. Floors for kernelscope, exact values for ncu.
+    # 49. Floors for kernelscope, exact values for ncu.
     rows, total = bench.run(bench.DEFAULT_DIR / "basic_set_held_out")
     assert total["pairs"] == 60
-    assert total["kernelscope_hit1"] >= 48 and total["kernelscope_hit3"] >= 48
+    assert total["kernelscope_hit1"] >= 49 and total["kernelscope_hit3"] >= 49
     assert (total["ncu_hit1"], total["ncu_hit3"]) == (4, 8)
     assert total["same_pairs"] == 7 and total["kernelscope_quiet"] >= 6
 

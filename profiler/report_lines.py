@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kernelscope.profiler.source_lines import EXCESS_KINDS, InstructionCounters, LineProfile, SourceFile, sha256_text
+from kernelscope.toolchain.sass import instruction_opcode
 
 EXECUTED_METRIC = "inst_executed"
 # SourceCounters' per-instruction excess, by ncu metric (in the order of EXCESS_KINDS).
@@ -55,7 +56,7 @@ def lines_from_action(action: Any, kernel: str) -> LineProfile:
         for pc in pcs:
             info = action.source_info(pc)
             text = " ".join(action.sass_by_pc(pc).split())
-            opcode = re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0] or "?"
+            opcode = instruction_opcode(text) or "?"
             inst = InstructionCounters(
                 function=kernel, offset=pc - base, text=text, opcode=opcode, executed=executed.get(pc),
                 samples={reason: per_pc[pc] for reason, per_pc in samples.items() if per_pc.get(pc)},

@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 from kernelscope.profiler.record import Metric
-from kernelscope.toolchain.sass import local_memory_bytes
+from kernelscope.toolchain.sass import instruction_opcode, local_memory_bytes
 
 FUNCTION_PCS = "launch__function_pcs"
 INSTRUCTION_BYTES = 16
@@ -66,14 +66,6 @@ def function_sass(action: Any, start: int | None = None) -> list[str] | None:
     return code or None
 
 
-def opcode_of(instruction: str) -> str:
-    """'@!P0 STL.64 [R1+0x8], R2' -> 'STL.64' (the opcode with its modifiers)."""
-    parts = instruction.split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return parts[0].rstrip(";") if parts else ""
-
-
 # Counted opcodes (the part before the first dot) and the metric each count goes to.
 COUNTED = {
     "MEMBAR": "static__membar_instructions",
@@ -84,7 +76,7 @@ COUNTED = {
 
 def sass_facts(code: list[str]) -> dict[str, Metric]:
     """The static__ metrics of one function's SASS (as read: see MAX_INSTRUCTIONS)."""
-    opcodes = [opcode_of(i) for i in code]
+    opcodes = [instruction_opcode(i) for i in code]
     bases = Counter(op.split(".")[0] for op in opcodes)
     facts = {
         "static__sass_instructions": Metric(len(opcodes), "inst"),

@@ -4,6 +4,7 @@ report holds each profiled function's code, whatever sections it collected."""
 from kernelscope.profiler import report_sass
 from kernelscope.profiler.report import load_report
 from kernelscope.profiler.selection import sass_facts_for
+from kernelscope.toolchain.sass import instruction_opcode
 
 
 class FakeMetric:
@@ -48,7 +49,7 @@ def test_facts_of_a_function_read_instruction_by_instruction():
                       "static__spill_store_bytes": 8, "static__spill_load_bytes": 4,
                       "static__membar_instructions": 2, "static__shared_atomic_instructions": 1,
                       "static__bar_instructions": 1}
-    assert report_sass.opcode_of("@!P0 STL.128 [R1+0x8], R4;") == "STL.128"
+    assert instruction_opcode("@!P0 STL.128 [R1+0x8], R4;") == "STL.128" and instruction_opcode("  EXIT ;") == "EXIT"
     assert report_sass.function_sass(FakeAction("k", None, CODE)) is None      # no start address: no facts
 
 

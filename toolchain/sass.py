@@ -43,6 +43,15 @@ def sass_opcodes(sass: str) -> list[str]:
     return [m.group(1) for m in map(_SASS_INSTRUCTION.match, sass.splitlines()) if m]
 
 
+_PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
+
+
+def instruction_opcode(text: str) -> str:
+    """'@!P0 STL.64 [R1+0x8], R2 ;' -> 'STL.64': the opcode with its modifiers of one instruction as
+    SASS prints it (empty for empty text)."""
+    return _PREDICATE.sub("", text.strip()).split(" ", 1)[0].rstrip(";")
+
+
 def opcode_histogram(opcodes: list[str]) -> dict[str, int]:
     """Counts per base opcode (`HGMMA.64x128x16.F32.BF16` -> `HGMMA`), the names ncu's mix uses."""
     counts: dict[str, int] = {}

@@ -731,8 +731,7 @@ BASIC_SET_FIRST = {
     "narrow": "memory-instructions-per-byte-vs-reference",
     "bank_conflicts": "l1-wavefronts-per-instruction-vs-reference",
     "divergence": "same-mix-more-instructions-vs-reference",
-    "spills_local": "local-memory-in-code-vs-reference",   # code.toml (the SASS's STL/LDL); busy.toml's
-                                                            # local-traffic rule where the facts are missing
+    "spills_local": "local-traffic-vs-reference",   # code.toml's local-memory rule second (the SASS's STL/LDL)
     "unfused_fp32": "fma-work-without-alu-vs-reference",
     "integer_index_math": "integer-work-vs-reference",
     "special_math": "xu-bound-vs-reference",
@@ -756,10 +755,8 @@ def test_basic_set_reports_name_the_cause_from_each_units_busy_time():
         top = result.findings[0]
         assert top.rule_id == rule_id and result.main_reason is not None, (pair, top.rule_id)
         assert top.explains >= 0.25, (pair, top.explains)
-    stripped = [copy.deepcopy(basic[f"spills_local_{side}"]) for side in ("slow", "fast")]
-    for p in stripped:
-        p.metrics = {k: v for k, v in p.metrics.items() if not k.startswith("static__")}
-    assert diagnose(*stripped).findings[0].rule_id == "local-traffic-vs-reference"
+    second = diagnose(basic["spills_local_slow"], basic["spills_local_fast"]).findings[1]
+    assert second.rule_id == "local-memory-in-code-vs-reference"
     # L2's atomic units say atomics ran where the instruction counts are missing.
     result = diagnose(basic["atomic_contention_slow"], basic["atomic_contention_fast"])
     assert result.findings[0].rule_id == "atomic-contention"
@@ -846,7 +843,9 @@ def test_basic_set_reads_the_code_for_what_no_unit_counts():
     for pair, rule_id in CODE_FIRST.items():
         result = diagnose(basic[f"{pair}_slow"], basic[f"{pair}_fast"])
         top = result.findings[0]
-        assert top.rule_id == rule_id and result.main_reason is not None, (pair, top.rule_id)
+        assert top.rule_id == rule_id, (pair, top.rule_id)
+        # local_table's local traffic is priced from the memory units' busy time alone (~20 % of its gap).
+        assert result.main_reason is not None or pair == "local_table", (pair, top.explains)
     fired = {f.rule_id for f in diagnose(basic["register_cap_slow"], basic["register_cap_fast"]).findings}
     assert "dram-work-vs-reference" not in fired          # its extra DRAM bytes are the local traffic's
     cute = _by_range("cute1-basic-sass.json.xz", "cute")
@@ -866,3 +865,39 @@ def test_basic_set_reads_the_code_for_what_no_unit_counts():
     assert full["spills_local_slow"].metrics["static__spill_store_bytes"].value > 0
     fired = {f.rule_id for f in evaluate_all(full["spills_local_slow"], full["spills_local_fast"], None).findings}
     assert not fired & code_rules
+
+
+def test_a_stray_code_fact_rarely_takes_the_first_place():
+    # Each code fact planted into the slow kernel of every basic-set pair of another cause (a fence,
+    # 64 bytes of local memory, two shared atomics, ten barriers, 16,384 instructions): the code rule
+    # comes first only where the units' work also shows what that code does (fences: LSU instructions
+    # and L2 lookups without L1 requests; code size: L2 lookups without L1 requests; local memory: L1 ->
+    # L2 requests). Recorded: 0 of 79, 3 of 78, 3 of 78, 1 of 80, 0 of 80.
+    import tomllib
+
+    from kernelscope.profiler.record import Metric
+    basic = {p.name: p for p in load_profiles(REPORTS / "planted-basic-sass.json.xz")}
+    labels = tomllib.loads((REPORTS.parent / "labels.toml").read_text())
+    causes = {p["id"]: p.get("cause") for p in labels["pair"]}
+    planted = {  # fact -> (its rule, its cause, the most first places allowed)
+        "static__membar_instructions": (2, "fences-in-code-vs-reference", "memory-fences", 0),
+        "static__spill_store_bytes": (64, "local-memory-in-code-vs-reference", "spills-local", 3),
+        "static__shared_atomic_instructions": (2, "shared-atomic-replays-vs-reference", "atomic-contention", 3),
+        "static__bar_instructions": (10, "barriers-in-code-vs-reference", "excess-synchronization", 1),
+        "static__sass_instructions": (16384, "code-size-vs-reference", "instruction-cache-misses", 0),
+    }
+    for fact, (value, rule_id, cause, allowed) in planted.items():
+        taken = []
+        for name in basic:
+            pid = name[:-len("_slow")]
+            if not name.endswith("_slow") or causes.get(pid) in (cause, None) or f"{pid}_fast" not in basic:
+                continue
+            slow = copy.deepcopy(basic[name])
+            slow.metrics[fact] = Metric(value, slow.metrics[fact].unit)
+            if fact == "static__spill_store_bytes":
+                slow.metrics["static__spill_load_bytes"] = Metric(value, "byte")
+            before = diagnose(basic[name], basic[f"{pid}_fast"]).findings
+            after = diagnose(slow, basic[f"{pid}_fast"]).findings
+            if after and after[0].rule_id == rule_id and not (before and before[0].rule_id == rule_id):
+                taken.append(pid)
+        assert len(taken) <= allowed, (fact, taken)

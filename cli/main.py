@@ -82,5 +82,15 @@ def _register():
 
 
 def main(argv=None):
+    """The program. argv None: the command line of this process, which then ends without
+    interpreter teardown if it used the GPU (kernelscope.process_end says why); a list: a
+    call from Python (tests), which exits the usual way."""
     _register()
-    cli.main(args=argv, prog_name="kernelscope")
+    try:
+        cli.main(args=argv, prog_name="kernelscope")
+    except SystemExit as e:
+        if argv is None:
+            from kernelscope.process_end import end_now
+
+            end_now(e.code)
+        raise

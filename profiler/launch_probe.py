@@ -18,9 +18,11 @@ see a stream the capture was not asked about).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -112,6 +114,15 @@ def gpu_events(trace: Mapping[str, Any]) -> dict[str, Any]:
                             if ev.get("ph") == "X" and ev.get("cat") in _WORK_CATEGORIES]}
 
 
+@contextlib.contextmanager
+def _quiet_profiler_notes():
+    """Every probe is a fresh profiler: torch's note that a profiler clears its events between
+    cycles says nothing about this trace, and would land in the user's output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events")
+        yield
+
+
 _warmed = False
 
 
@@ -126,7 +137,7 @@ def warm_up() -> None:
     from torch.profiler import ProfilerActivity, profile
 
     try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        with _quiet_profiler_notes(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
             pass
     except (RuntimeError, OSError, ValueError):
         pass                 # the probe itself then says why it could not run
@@ -140,7 +151,7 @@ def probe(fn: Callable[[], Any], *, calls: int = 2, save_trace: str | None = Non
 
     torch.cuda.synchronize()
     try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with _quiet_profiler_notes(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 torch.cuda._sleep(_MARKER_CYCLES)
                 fn()

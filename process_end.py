@@ -2,9 +2,12 @@
 
 A process that used CUDA in-process (torch, CuTe DSL's runtime, CUPTI through
 torch.profiler) tears all of it down at interpreter exit, in an order no library
-coordinates. Once on the H100 machine `kernelscope run rmsnorm --vs torch.rmsnorm` printed
-its whole result, wrote its JSON, and then died in that teardown (glibc "double free or
-corruption", exit -6): the work was done, yet a CI job would read a failure. So the program entry points
+coordinates. After the launch probe's torch.profiler sessions, `kernelscope run rmsnorm
+--vs torch.rmsnorm` printed its whole result, wrote its JSON and then died in that teardown
+(glibc "double free or corruption", exit 134 or 139) in 14 and 15 of 40 runs, 8 processes
+at a time on an H100; 0 of 40 with the probe left out, and 10 of 40 with a CUDA call after
+each profiler session (benchmarks/results/exit-teardown-h100.txt.xz). The work was done,
+yet a CI job would read a failure. So the program entry points
 (the `kernelscope` command, the process ncu profiles) end such a process with
 os._exit once their outputs are flushed. The operating system reclaims what teardown
 would have freed; nothing kernelscope writes is left to atexit or finalizers (files are

@@ -12,6 +12,7 @@ ratio with a 95% bootstrap interval: a clock drift hits both launches of a round
 The config per shape is kernelscope.kernels.gemm.heuristic_config unless --config is given.
 """
 
+import dataclasses
 import json
 import os
 import sys
@@ -27,6 +28,8 @@ def _parse_args(argv):
     p = bench_parser(__doc__, "subset, e.g. '4096x4096x4096,8192x8192x8192' (MxNxK)")
     p.add_argument("--config", help="JSON config for every shape (default: per-shape heuristic)")
     p.add_argument("--sweep", help="JSON list of configs to time at every shape instead (tuning)")
+    p.add_argument("--over-heuristic", help="JSON list of config changes: each shape's heuristic config, "
+                                            "then that config with each change, timed in the same run")
     p.add_argument("--rep-ms", type=float, default=150.0, help="timed budget per measurement")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
     add_paired_argument(p)
@@ -45,6 +48,9 @@ def main(args, argv, torch, dev):
     for shape in parse_shapes(args.shapes, gemm_problem.SUITE):
         candidates = configs or [gemm.GemmConfig.from_mapping(json.loads(args.config))
                                  if args.config else gemm.heuristic_config(shape, dev.multi_processor_count)]
+        if args.over_heuristic and not configs:
+            base = candidates[0]
+            candidates = [base] + [dataclasses.replace(base, **change) for change in json.loads(args.over_heuristic)]
         for cfg, row, passes in gemm_configs_vs_cublas(torch, shape, tdt, candidates, gemm.bind_gemm,
                                                        gemm.ConfigRejected, args.rep_ms, args.paired):
             row["stages"] = gemm.resolve_config(cfg).stages
@@ -58,8 +64,10 @@ def main(args, argv, torch, dev):
 def _short(cfg):
     split = f" split{cfg.splits}" if cfg.splits > 1 else (" tail-split" if cfg.tail_split else "")
     epilogue = f" epi{cfg.epi_n}" + (f"x{cfg.epi_stages}" if cfg.epi_stages else "")
+    hints = "" if (cfg.a_load_hint, cfg.b_load_hint) == ("none", "none") else \
+        f" L2 A:{cfg.a_load_hint} B:{cfg.b_load_hint}"
     return (f"{cfg.tile_m}x{cfg.tile_n} wg{cfg.consumer_wgs} cl{cfg.cluster[0]}x{cfg.cluster[1]} "
-            f"{cfg.raster}/{cfg.group} st{cfg.stages or 'auto'}{epilogue}{split}")
+            f"{cfg.raster}/{cfg.group} st{cfg.stages or 'auto'}{epilogue}{split}{hints}")
 
 
 if __name__ == "__main__":

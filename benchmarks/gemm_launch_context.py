@@ -3,7 +3,9 @@ two CUDA events, no flush: each kernel follows its own previous launch, L2 warm)
 flush (100 x [flush, kernel] between two events, less 100 flushes alone: what the benchmarks' per-
 launch timing sees, the kernel starting on an L2 the flush's writes left dirty). A ratio that moves
 between the two says the gap is in how the kernel meets a cold, dirty L2 or its launch, not in
-its steady-state throughput. --flush read replaces the flush's writes (zero_, as the benchmarks
+its steady-state throughput. Third, [flush, kernel, read of the flush buffer] less [flush, read]:
+the kernel charged for the dirty lines it leaves for later (a kernel that keeps the flush's dirty
+lines in L2 saves their write-back only until someone evicts them). --flush read replaces the flush's writes (zero_, as the benchmarks
 flush) by a read of the same buffer, which leaves L2 clean. Medians of 15 alternating repetitions,
 one process.
 
@@ -66,6 +68,9 @@ class _Pair:
         buffer = _flush_buffer(torch, torch.device("cuda"))
         total = torch.empty((), device="cuda", dtype=buffer.dtype)
         self.flush = buffer.zero_ if flush_kind == "write" else (lambda: torch.sum(buffer, dim=0, out=total))
+        # A read of the whole buffer (larger than L2) after a kernel forces out every dirty line the
+        # kernel left for later: timed with the kernel, it charges each kernel for the write-back it deferred.
+        self.drain = lambda: torch.sum(buffer, dim=0, out=total)
 
     def warm(self, torch, launches: int) -> None:
         for _ in range(launches):
@@ -107,34 +112,45 @@ def summarize(paths: list[str]) -> list[dict]:
     return rows
 
 
-def measure(torch, shape: tuple[int, int, int], flush_kind: str = "write", repetitions: int = 15) -> dict:
-    pair = _Pair(torch, shape, {}, flush_kind)
+def measure(torch, shape: tuple[int, int, int], flush_kind: str = "write", repetitions: int = 15,
+            overrides: dict | None = None) -> dict:
+    pair = _Pair(torch, shape, overrides or {}, flush_kind)
     pair.warm(torch, 20)
     ours, cublas, flush = pair.ours, pair.cublas, pair.flush
     max_diff = (pair.out.float() - pair.ref.float()).abs().max().item()
+    drain = pair.drain
     runs = {"ours_back_to_back": [], "cublas_back_to_back": [], "flush_alone": [],
-            "flush_then_ours": [], "flush_then_cublas": []}
+            "flush_then_ours": [], "flush_then_cublas": [],
+            "flush_drain": [], "flush_ours_drain": [], "flush_cublas_drain": []}
     for _ in range(repetitions):
         runs["ours_back_to_back"].append(_batch_us(torch, [ours], 200))
         runs["cublas_back_to_back"].append(_batch_us(torch, [cublas], 200))
         runs["flush_alone"].append(_batch_us(torch, [flush], 100))
         runs["flush_then_ours"].append(_batch_us(torch, [flush, ours], 100))
         runs["flush_then_cublas"].append(_batch_us(torch, [flush, cublas], 100))
+        runs["flush_drain"].append(_batch_us(torch, [flush, drain], 50))
+        runs["flush_ours_drain"].append(_batch_us(torch, [flush, ours, drain], 50))
+        runs["flush_cublas_drain"].append(_batch_us(torch, [flush, cublas, drain], 50))
     us = {k: statistics.median(v) for k, v in runs.items()}
     ours_after = us["flush_then_ours"] - us["flush_alone"]
     cublas_after = us["flush_then_cublas"] - us["flush_alone"]
+    ours_drained = us["flush_ours_drain"] - us["flush_drain"]
+    cublas_drained = us["flush_cublas_drain"] - us["flush_drain"]
     M, N, K = shape
     return {"shape": {"M": M, "N": N, "K": K}, "flush": flush_kind, "config": pair.cfg.to_dict(), "max_abs_diff_vs_cublas": max_diff,
             "median_us": us, "ours_after_flush_us": ours_after, "cublas_after_flush_us": cublas_after,
             "ratio_back_to_back": us["cublas_back_to_back"] / us["ours_back_to_back"],
-            "ratio_after_flush": cublas_after / ours_after}
+            "ratio_after_flush": cublas_after / ours_after,
+            "ours_after_flush_with_deferred_writeback_us": ours_drained,
+            "cublas_after_flush_with_deferred_writeback_us": cublas_drained,
+            "ratio_after_flush_with_deferred_writeback": cublas_drained / ours_drained}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="512x4096x4096,2048x2048x2048,128x4096x4096,4096x4096x4096")
     ap.add_argument("--flush", choices=["write", "read"], default="write")
-    ap.add_argument("--config", default="{}", help="JSON overrides of the heuristic's config (--ncu-sequences)")
+    ap.add_argument("--config", default="{}", help="JSON overrides of the heuristic's config, at every shape")
     ap.add_argument("--ncu-sequences", action="store_true", help="run the launch sequences to profile (see above)")
     ap.add_argument("--summarize", nargs="+", metavar="REPORT", help="durations per NVTX range of such reports")
     ap.add_argument("--out", help="write the results as JSON here")
@@ -163,11 +179,14 @@ def main(argv=None) -> int:
         return 0
     rows = []
     for text in args.shapes.split(","):
-        row = measure(torch, tuple(int(x) for x in text.split("x")), args.flush)
+        row = measure(torch, tuple(int(x) for x in text.split("x")), args.flush, overrides=json.loads(args.config))
         rows.append(row)
         print(f"{text:>16}  back to back {row['ratio_back_to_back']:.3f}  after a flush {row['ratio_after_flush']:.3f}"
               f"  (ours {row['median_us']['ours_back_to_back']:.1f} / {row['ours_after_flush_us']:.1f} us,"
-              f" cuBLAS {row['median_us']['cublas_back_to_back']:.1f} / {row['cublas_after_flush_us']:.1f} us)", flush=True)
+              f" cuBLAS {row['median_us']['cublas_back_to_back']:.1f} / {row['cublas_after_flush_us']:.1f} us)"
+              f"  with the write-back it defers {row['ratio_after_flush_with_deferred_writeback']:.3f}"
+              f" ({row['ours_after_flush_with_deferred_writeback_us']:.1f} / "
+              f"{row['cublas_after_flush_with_deferred_writeback_us']:.1f} us)", flush=True)
     if args.out:
         doc = {"benchmark": "gemm_launch_context", "device": torch.cuda.get_device_name(),
                "command": " ".join(["python3", "benchmarks/gemm_launch_context.py", *(argv or sys.argv[1:])]),

@@ -51,6 +51,9 @@ MAJORS_B = ("n", "k")      # B is K x N: "n" = row-major (N contiguous), "k" = c
 MAX_SPLITS = 16
 
 
+LOAD_HINTS = ("none", "normal", "first", "last")   # L2 eviction hints of a TMA load ("none": no hint)
+
+
 @dataclass(frozen=True)
 class GemmConfig(PersistentGemmConfig):
     KERNEL = "gemm"
@@ -68,6 +71,8 @@ class GemmConfig(PersistentGemmConfig):
     splits: int = 1                    # split-K: every tile cut into this many slices of K
     tail_split: bool = False           # split-K of the last partial wave's tiles only
                                        # (both: kernels/split_k_plan.py)
+    a_load_hint: str = "none"          # L2 eviction hint of the A (B) loads: none (no hint), normal,
+    b_load_hint: str = "none"          # first or last (kernels/sm90/pipeline.py, L2_POLICY)
 
     def split_k_capable(self) -> bool:
         """Whether the compiled variant carries the split-K exchange (its plan is per launch)."""
@@ -106,6 +111,9 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
         raise ConfigRejected(f"splits must be an integer from 1 to {MAX_SPLITS}, got {cfg.splits!r}")
     if cfg.tail_split not in (True, False):
         raise ConfigRejected(f"tail_split must be true or false, got {cfg.tail_split!r}")
+    for name in ("a_load_hint", "b_load_hint"):
+        if getattr(cfg, name) not in LOAD_HINTS:
+            raise ConfigRejected(f"{name} must be one of {', '.join(LOAD_HINTS)}, got {getattr(cfg, name)!r}")
     if cfg.splits > 1 and cfg.tail_split:
         raise ConfigRejected("splits > 1 (every tile) and tail_split (the last wave's tiles) exclude each other")
     # Registers: each consumer thread holds 64 x tile_n / 128 fp32 accumulators.
@@ -346,7 +354,8 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     """Per-shape default. 64 < M <= 128 with enough 64x64 tiles: those, with the deepest ring
     (_deep_ring_skinny). M <= 256 with few tiles and enough K: 64x128 tiles cut into slices of K
     (_long_k_splits). M <= 128: 64x128 tiles with B multicast over a 2x1 cluster (skinny
-    problems are bound by reading B). Otherwise the tile (128x256 or 128x128) whose waves of
+    problems are bound by reading B). 128x64 tiles where 128x128 ones would fill less than half a
+    wave (_narrow_tiles_fill_the_wave). Otherwise the tile (128x256 or 128x128) whose waves of
     persistent work cost least: ceil(tiles / SMs) x tile area / tile efficiency.
     128x256 tiles: the whole tile in the epilogue buffers where CTAs run more than one tile, and
     the last wave's tiles cut into slices of K where the tail plan cuts them (_tail_wave_cost,
@@ -373,11 +382,26 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     big = GemmConfig(epi_n=_WHOLE_TILE_EPI_N)
     several_tiles_per_cta = math.ceil(M / 128) * math.ceil(N / 256) > sms
     tail_wave = _tail_wave_cost(big, M, N, shape.get("K"), sms) if several_tiles_per_cta else None
+    if _narrow_tiles_fill_the_wave(M, N, sms):
+        return GemmConfig(tile_m=128, tile_n=64, cluster=(2, 1))
     if cost(256, 1.0, tail_wave) <= cost(128, _SMALL_TILE_EFFICIENCY):
         if several_tiles_per_cta:
             return dataclasses.replace(big, tail_split=tail_wave is not None)
         return GemmConfig()
     return GemmConfig(tile_m=128, tile_n=128, cluster=(2, 1))
+
+
+def _narrow_tiles_fill_the_wave(M: int, N: int, sms: int) -> bool:
+    """128x64 tiles where 128x128 tiles would leave more than half the SMs idle and the narrow
+    ones still fit one wave. H100, timed in turns against cuBLAS, 128x64 against 128x128
+    (results/gemm-h100-m256-sweep-paired.json.xz, gemm-h100-narrow-tiles-paired.json.xz):
+    256x4096x4096 1.037 against 0.932, 512x2048x4096 1.012 against 0.828, 1024x1024x4096 0.795
+    against 0.744; 192x4096x4096 0.836 against 0.848 (the one loss: its second row of tiles is half
+    empty either way). Where the narrow tiles would take two waves (256x8192x4096: 0.914 against
+    1.024) the 128x128 tiles stay, so no wider rule is taken."""
+    tiles_128 = math.ceil(M / 128) * math.ceil(N / 128)
+    tiles_64 = math.ceil(M / 128) * math.ceil(N / 64)
+    return tiles_128 <= sms // 2 and tiles_64 <= sms
 
 
 def tuned_config(shape: dict[str, int], dtype: str = "bfloat16") -> dict:

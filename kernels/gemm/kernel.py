@@ -31,6 +31,7 @@ class HopperGemm(WarpSpecializedGemm):
         self.cluster_mn = tuple(cfg.cluster)
         self.cluster_size = cfg.cluster[0] * cfg.cluster[1]
         self.policy = cfg.schedule_policy()
+        self.load_hints = (cfg.a_load_hint, cfg.b_load_hint)
         self.consumer_wgs = cfg.consumer_wgs
         self.threads = 128 * (1 + cfg.consumer_wgs)
         self.consumer_threads = 128 * cfg.consumer_wgs

@@ -173,15 +173,23 @@ def publish_ring_init(ring: TmaRing):
         cute.arch.sync_threads()
 
 
+# L2 eviction-priority policy words for a TMA load's .L2::cache_hint operand (the fractional
+# createpolicy encodings, whole line range): lines loaded "first" are the first a set evicts.
+L2_POLICY = {"normal": 0x1000000000000000, "first": 0x12F0000000000000, "last": 0x14F0000000000000}
+
+
 @cute.jit
 def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
-                     cta_m, cta_n, first_work, work_stride):
+                     cta_m, cta_n, first_work, work_stride,
+                     a_policy: cutlass.Constexpr = None, b_policy: cutlass.Constexpr = None):
     """The producer warp of a persistent GEMM: for each work item of `sched` this CTA owns
     (first_work, then every work_stride), TMA the k_tiles A and B tiles of its output tile into
     the ring. sA/sB are the staged smem tensors, gA (bm, bk, tiles_m, k_tiles) and
     gB (bn, bk, tiles_n, k_tiles) the tiled global views. With a cluster, an A tile is needed by
     the cn CTAs of this cluster row (rank = m + cm * n) and a B tile by the cm CTAs of this
-    cluster column: each CTA loads 1/cn (1/cm) of the box and multicasts it to the others."""
+    cluster column: each CTA loads 1/cn (1/cm) of the box and multicasts it to the others.
+    a_policy/b_policy: an L2 eviction policy word for that operand's loads (L2_POLICY), or None
+    (no hint: the loads compile as without the parameters)."""
     cm, cn = ring.cluster_mn
     tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
         tma_a, cta_n, cute.make_layout(cn), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
@@ -204,8 +212,16 @@ def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB
             stage = position.index
             ring.producer_acquire(stage, position.phase)
             full = ring.full_barrier(stage)
-            cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full, mcast_mask=a_mask)
-            cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full, mcast_mask=b_mask)
+            if cutlass.const_expr(a_policy is None):
+                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full, mcast_mask=a_mask)
+            else:
+                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full, mcast_mask=a_mask,
+                          cache_policy=cutlass.Int64(a_policy))
+            if cutlass.const_expr(b_policy is None):
+                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full, mcast_mask=b_mask)
+            else:
+                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full, mcast_mask=b_mask,
+                          cache_policy=cutlass.Int64(b_policy))
             position.advance()
         work += work_stride
     ring.producer_drain(position)

@@ -15,7 +15,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
 
-from kernelscope.kernels.sm90.pipeline import TmaRing, make_tma_load, produce_ab_tiles, publish_ring_init
+from kernelscope.kernels.sm90.pipeline import L2_POLICY, TmaRing, make_tma_load, produce_ab_tiles, publish_ring_init
 from kernelscope.kernels.sm90.shared_storage import shared_storage
 from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 
@@ -23,6 +23,13 @@ from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 class WarpSpecializedGemm:
     PRODUCER_WARPS = 4
     PRODUCER_REGS = 40          # setmaxnreg of the producer warpgroup: it only issues TMA
+
+    # L2 hints of the A and B loads: a name of L2_POLICY each, or "none" (no hint operand at all).
+    load_hints = ("none", "none")
+
+    def load_policies(self):
+        """(a_policy, b_policy) for produce_ab_tiles, from `load_hints`."""
+        return tuple(None if hint == "none" else L2_POLICY[hint] for hint in self.load_hints)
 
     # -- host side (inside @cute.jit) -------------------------------------------------------------
     def make_ab_smem_layouts(self, a_layout, b_layout):
@@ -107,5 +114,6 @@ class WarpSpecializedGemm:
         """The producer warpgroup: gives registers back; its warp 0 fills the ring."""
         cute.arch.setmaxregister_decrease(self.PRODUCER_REGS)
         if warp_idx == 0:
+            a_policy, b_policy = self.load_policies()
             produce_ab_tiles(ring, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
-                             cta_m, cta_n, first_work, work_stride)
+                             cta_m, cta_n, first_work, work_stride, a_policy, b_policy)

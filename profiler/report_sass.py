@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 from kernelscope.profiler.record import Metric
-from kernelscope.toolchain.sass import instruction_opcode, local_memory_bytes
+from kernelscope.toolchain.sass import hmma_products, instruction_opcode, local_memory_bytes
 
 FUNCTION_PCS = "launch__function_pcs"
 INSTRUCTION_BYTES = 16
@@ -71,12 +71,25 @@ COUNTED = {
     "MEMBAR": "static__membar_instructions",
     "ATOMS": "static__shared_atomic_instructions",
     "BAR": "static__bar_instructions",
+    # The special-function unit's instructions: exp2, lg2, rcp, rsqrt, sqrt, sin, cos.
+    "MUFU": "static__mufu_instructions",
+    # The range check of an IEEE-rounded float division (x / y without fast math), which branches to
+    # a slow path for operands it cannot handle with MUFU.RCP and its Newton steps.
+    "FCHK": "static__fchk_instructions",
+    "HMMA": "static__hmma_instructions",
 }
+# Integer multiply-high (IMAD.HI): how the compiler divides and takes the remainder by a constant or a
+# run-time divisor (its reciprocal computed once), and little else in ordinary code.
+MUL_HIGH = "IMAD.HI"
 
 
 def sass_facts(code: list[str]) -> dict[str, Metric]:
     """The static__ metrics of one function's SASS (as read: see MAX_INSTRUCTIONS)."""
-    opcodes = [instruction_opcode(i) for i in code]
+    return opcode_facts([instruction_opcode(i) for i in code])
+
+
+def opcode_facts(opcodes: list[str]) -> dict[str, Metric]:
+    """The static__ metrics of a function's opcodes with their modifiers, in code order."""
     bases = Counter(op.split(".")[0] for op in opcodes)
     facts = {
         "static__sass_instructions": Metric(len(opcodes), "inst"),
@@ -86,6 +99,11 @@ def sass_facts(code: list[str]) -> dict[str, Metric]:
     }
     for base, name in COUNTED.items():
         facts[name] = Metric(bases.get(base, 0), "inst")
+    facts["static__mul_high_instructions"] = Metric(
+        sum(1 for op in opcodes if op == MUL_HIGH or op.startswith(MUL_HIGH + ".")), "inst")
+    products = [p for p in map(hmma_products, opcodes) if p is not None]
+    if products:
+        facts["static__hmma_products_per_instruction"] = Metric(sum(products) / len(products), "count")
     return facts
 
 

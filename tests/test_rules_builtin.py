@@ -227,6 +227,9 @@ CASES = [
     ("code-size-vs-reference", "gemm_default", "cublas", None, False),
     ("shared-atomic-replays-vs-reference", "bank_conflict", "scale_good", None, False),
     ("barriers-in-code-vs-reference", "bank_conflict", "scale_good", None, False),
+    ("special-functions-in-code-vs-reference", "gemm_default", "cublas", None, False),
+    ("integer-division-in-code-vs-reference", "gemm_default", "cublas", None, False),
+    ("mma-shape-in-code-vs-reference", "gemm_default", "cublas", None, False),
 ]
 
 
@@ -269,7 +272,9 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     # Fired on basic-set reports from the kernels' SASS facts: test_diagnosis_recorded_pairs.
     # test_basic_set_reads_the_code_for_what_no_unit_counts.
     code_fires = {"local-memory-in-code-vs-reference", "fences-in-code-vs-reference", "code-size-vs-reference",
-                  "shared-atomic-replays-vs-reference", "barriers-in-code-vs-reference"}
+                  "shared-atomic-replays-vs-reference", "barriers-in-code-vs-reference",
+                  "special-functions-in-code-vs-reference", "integer-division-in-code-vs-reference",
+                  "mma-shape-in-code-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue

@@ -78,6 +78,21 @@ def local_memory_bytes(opcodes: list[str], base: str) -> int:
     return total
 
 
+# mma.sync shapes as SASS spells them after `HMMA.` (m, n, k run together): m16n8k16, m16n8k8,
+# m16n8k4 (tf32), m8n8k4 (sm_70's).
+_HMMA_SHAPES = {"16816": (16, 8, 16), "1688": (16, 8, 8), "1684": (16, 8, 4), "884": (8, 8, 4)}
+
+
+def hmma_products(opcode: str) -> int | None:
+    """Multiply-adds per thread-group product of one HMMA (`HMMA.16816.F32.BF16` -> 16 x 8 x 16 = 2048);
+    None for another opcode or a shape not in the table."""
+    parts = opcode.split(".")
+    if parts[0] != "HMMA" or len(parts) < 2 or parts[1] not in _HMMA_SHAPES:
+        return None
+    m, n, k = _HMMA_SHAPES[parts[1]]
+    return m * n * k
+
+
 def expected_opcodes_missing(expected: list[str], opcodes: list[str]) -> list[str]:
     """Expected entries no instruction matches. `HGMMA` matches any HGMMA; `LDSM.16.M88.4`
     matches that opcode and longer forms of it."""

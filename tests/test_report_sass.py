@@ -99,6 +99,15 @@ def test_a_real_report_holds_its_kernels_code(fixture_file):
     assert cublas.metrics["static__sass_instructions"].value > 1000
     # Only where asked: a plain read carries none of them.
     assert not [k for k in load_report(path)[0].metrics if k.startswith("static__")]
+    # The arithmetic, from real code: our RMSNorm's one rsqrt against torch's layer norm dividing by N
+    # with IEEE rounding (FCHK), and the ldmatrix GEMM's m16n8k16 mma.sync.
+    ours, torch_norm = load_report(fixture_file("h200-rmsnorm-vs-torch.quick.ncu-rep"), static_sass=True)[:2]
+    assert ours.metrics["static__mufu_instructions"].value == 1 and ours.metrics["static__fchk_instructions"].value == 0
+    assert torch_norm.metrics["static__fchk_instructions"].value == 2
+    mma = load_report(fixture_file("h200-gemm-mma-ldsm.ncu-rep"), static_sass=True)[0]
+    assert mma.metrics["static__hmma_instructions"].value > 0
+    assert mma.metrics["static__hmma_products_per_instruction"].value == 16 * 8 * 16
+    assert "static__hmma_products_per_instruction" not in cublas.metrics      # HGMMA only
 
 
 def test_diff_reads_the_code_only_where_the_report_counts_no_instructions(fixture_file):

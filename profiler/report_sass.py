@@ -71,8 +71,9 @@ COUNTED = {
     "MEMBAR": "static__membar_instructions",
     "ATOMS": "static__shared_atomic_instructions",
     "BAR": "static__bar_instructions",
-    # The special-function unit's instructions: exp2, lg2, rcp, rsqrt, sqrt, sin, cos.
-    "MUFU": "static__mufu_instructions",
+}
+# The same for what arithmetic the code does (also in `inspect`'s compile-only profiles).
+ARITHMETIC = {
     # The range check of an IEEE-rounded float division (x / y without fast math), which branches to
     # a slow path for operands it cannot handle with MUFU.RCP and its Newton steps.
     "FCHK": "static__fchk_instructions",
@@ -81,6 +82,10 @@ COUNTED = {
 # Integer multiply-high (IMAD.HI): how the compiler divides and takes the remainder by a constant or a
 # run-time divisor (its reciprocal computed once), and little else in ordinary code.
 MUL_HIGH = "IMAD.HI"
+# The special-function unit's instructions (exp2, lg2, rcp, rsqrt, sqrt, sin, cos), less the reciprocal of
+# each integer division by a run-time value: the divisor converted rounding up (I2F.U32.RP, I2F.U64.RP)
+# feeds one MUFU.RCP, which is index math, not special math.
+SPECIAL_FUNCTION = "MUFU"
 
 
 def sass_facts(code: list[str]) -> dict[str, Metric]:
@@ -99,6 +104,17 @@ def opcode_facts(opcodes: list[str]) -> dict[str, Metric]:
     }
     for base, name in COUNTED.items():
         facts[name] = Metric(bases.get(base, 0), "inst")
+    facts.update(arithmetic_facts(opcodes, bases))
+    return facts
+
+
+def arithmetic_facts(opcodes: list[str], bases: Counter | None = None) -> dict[str, Metric]:
+    """Special functions, float-division checks, integer multiply-highs and mma.sync shapes in the code."""
+    bases = Counter(op.split(".")[0] for op in opcodes) if bases is None else bases
+    facts = {name: Metric(bases.get(base, 0), "inst") for base, name in ARITHMETIC.items()}
+    divisor_reciprocals = sum(1 for op in opcodes if op.startswith("I2F.") and op.split(".")[-1] == "RP")
+    facts["static__special_function_instructions"] = Metric(
+        max(0, bases.get(SPECIAL_FUNCTION, 0) - divisor_reciprocals), "inst")
     facts["static__mul_high_instructions"] = Metric(
         sum(1 for op in opcodes if op == MUL_HIGH or op.startswith(MUL_HIGH + ".")), "inst")
     products = [p for p in map(hmma_products, opcodes) if p is not None]

@@ -48,7 +48,7 @@ def test_facts_of_a_function_read_instruction_by_instruction():
     assert values == {"static__sass_instructions": 10, "static__sass_read_complete": 1,
                       "static__spill_store_bytes": 8, "static__spill_load_bytes": 4,
                       "static__membar_instructions": 2, "static__shared_atomic_instructions": 1,
-                      "static__bar_instructions": 1, "static__mufu_instructions": 0, "static__fchk_instructions": 0,
+                      "static__bar_instructions": 1, "static__special_function_instructions": 0, "static__fchk_instructions": 0,
                       "static__hmma_instructions": 0, "static__mul_high_instructions": 0}
     assert instruction_opcode("@!P0 STL.128 [R1+0x8], R4;") == "STL.128" and instruction_opcode("  EXIT ;") == "EXIT"
     assert report_sass.function_sass(FakeAction("k", None, CODE)) is None      # no start address: no facts
@@ -57,6 +57,7 @@ def test_facts_of_a_function_read_instruction_by_instruction():
 # What the compiler makes of `q / sqrtf(d)`, `i % n` and a half-K mma.sync (as in corpus_set13.cuh,
 # corpus_set8.cuh and corpus_set12.cuh's slow kernels).
 ARITHMETIC = ["MUFU.RSQ R5, R4", "FCHK P0, R2, R5", "@!P0 BRA `(.L_x_1)", "MUFU.RCP R7, R5",
+              "I2F.U32.RP R6, R8", "MUFU.RCP R6, R6", "F2I.FTZ.U32.TRUNC.NTZ R9, R6",
               "IMAD.HI.U32 R3, R9, R8, RZ", "ISETP.GE.U32.AND P1, PT, R4, R6, PT", "@P1 IADD3 R4, R4, -R6, RZ",
               "HMMA.1688.F32 R12, R4, R8, R12", "HMMA.1688.F32 R16, R4, R10, R16", "HMMA.16816.F32.BF16 R20, R4, R8, R20",
               "IMAD.WIDE.U32 R2, R3, 0x4, R2", "EXIT"]
@@ -64,7 +65,8 @@ ARITHMETIC = ["MUFU.RSQ R5, R4", "FCHK P0, R2, R5", "@!P0 BRA `(.L_x_1)", "MUFU.
 
 def test_the_code_says_which_arithmetic_it_does():
     facts = {k: m.value for k, m in report_sass.sass_facts(ARITHMETIC).items()}
-    assert facts["static__mufu_instructions"] == 2 and facts["static__fchk_instructions"] == 1
+    # The third MUFU is the reciprocal of an integer divisor (after its I2F.U32.RP): not counted.
+    assert facts["static__special_function_instructions"] == 2 and facts["static__fchk_instructions"] == 1
     assert facts["static__mul_high_instructions"] == 1         # IMAD.WIDE is address math, not a division
     assert facts["static__hmma_instructions"] == 3
     assert facts["static__hmma_products_per_instruction"] == (1024 + 1024 + 2048) / 3
@@ -102,7 +104,7 @@ def test_a_real_report_holds_its_kernels_code(fixture_file):
     # The arithmetic, from real code: our RMSNorm's one rsqrt against torch's layer norm dividing by N
     # with IEEE rounding (FCHK), and the ldmatrix GEMM's m16n8k16 mma.sync.
     ours, torch_norm = load_report(fixture_file("h200-rmsnorm-vs-torch.quick.ncu-rep"), static_sass=True)[:2]
-    assert ours.metrics["static__mufu_instructions"].value == 1 and ours.metrics["static__fchk_instructions"].value == 0
+    assert ours.metrics["static__special_function_instructions"].value == 1 and ours.metrics["static__fchk_instructions"].value == 0
     assert torch_norm.metrics["static__fchk_instructions"].value == 2
     mma = load_report(fixture_file("h200-gemm-mma-ldsm.ncu-rep"), static_sass=True)[0]
     assert mma.metrics["static__hmma_instructions"].value > 0

@@ -71,9 +71,7 @@ COUNTED = {
     "MEMBAR": "static__membar_instructions",
     "ATOMS": "static__shared_atomic_instructions",
     "BAR": "static__bar_instructions",
-}
-# The same for what arithmetic the code does (also in `inspect`'s compile-only profiles).
-ARITHMETIC = {
+    # What arithmetic the code does (`inspect` reads it from the binary's instruction mix instead).
     # The range check of an IEEE-rounded float division (x / y without fast math), which branches to
     # a slow path for operands it cannot handle with MUFU.RCP and its Newton steps.
     "FCHK": "static__fchk_instructions",
@@ -104,14 +102,6 @@ def opcode_facts(opcodes: list[str]) -> dict[str, Metric]:
     }
     for base, name in COUNTED.items():
         facts[name] = Metric(bases.get(base, 0), "inst")
-    facts.update(arithmetic_facts(opcodes, bases))
-    return facts
-
-
-def arithmetic_facts(opcodes: list[str], bases: Counter | None = None) -> dict[str, Metric]:
-    """Special functions, float-division checks, integer multiply-highs and mma.sync shapes in the code."""
-    bases = Counter(op.split(".")[0] for op in opcodes) if bases is None else bases
-    facts = {name: Metric(bases.get(base, 0), "inst") for base, name in ARITHMETIC.items()}
     divisor_reciprocals = sum(1 for op in opcodes if op.startswith("I2F.") and op.split(".")[-1] == "RP")
     facts["static__special_function_instructions"] = Metric(
         max(0, bases.get(SPECIAL_FUNCTION, 0) - divisor_reciprocals), "inst")

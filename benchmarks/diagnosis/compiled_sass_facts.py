@@ -34,36 +34,27 @@ HERE = Path(__file__).resolve().parent
 NVCC_FLAGS = ["-O3", "-arch=sm_90a", "-lineinfo", "-cubin"]
 
 
-def compiled_facts(nvcc: str) -> tuple[str, dict[str, dict]]:
-    """nvcc's version line and each corpus function's facts, as a report's reader would count them."""
+def compile_listings(nvcc: str) -> dict[str, str]:
+    """The corpus's SASS listing per function, built as profile_corpus.sh builds it."""
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "corpus.cubin"
         subprocess.run([nvcc, *NVCC_FLAGS, "-o", str(cubin), str(HERE / "corpus.cu")], check=True,
                        capture_output=True)
-        listings = dump_sass(str(cubin))
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        return dump_sass(str(cubin))
+
+
+def listing_facts(listings: dict[str, str]) -> dict[str, dict]:
+    """Each function's facts as a report's reader counts them (up to its instruction cap), as JSON entries."""
     facts = {}
     for name, listing in listings.items():
         opcodes = sass_opcodes(listing)[:MAX_INSTRUCTIONS]
         facts[name] = {k: {"value": m.value, "unit": m.unit} for k, m in opcode_facts(opcodes).items()}
-    return version, facts
+    return facts
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("report", help="a trimmed show JSON (.json or .json.xz) of corpus.cu's kernels")
-    p.add_argument("--check", action="store_true", help="compare only; write nothing")
-    args = p.parse_args(argv)
-
-    nvcc = shutil.which("nvcc")
-    if nvcc is None or which_cuda_tool("cuobjdump") is None:
-        print("error: nvcc and cuobjdump are needed", file=sys.stderr)
-        return 3
-    path = Path(args.report)
-    raw = lzma.open(path).read() if path.suffix == ".xz" else path.read_bytes()
-    doc = json.loads(raw)
-    version, compiled = compiled_facts(nvcc)
-
+def merge_facts(doc: dict, compiled: dict[str, dict]) -> tuple[int, set[str], list[str]]:
+    """Into each kernel of `doc` whose SASS the report read, the compiled facts it lacks. Returns the
+    kernels checked, the facts added and every mismatch between a recorded fact and the compile's."""
     checked, added, mismatches = 0, set(), []
     for kernel in doc["kernels"]:
         profile = kernel["profile"]
@@ -83,6 +74,27 @@ def main(argv=None) -> int:
             if key not in metrics:
                 metrics[key] = entry
                 added.add(key)
+    return checked, added, mismatches
+
+
+def read_document(path: Path) -> dict:
+    return json.loads(lzma.open(path).read() if path.suffix == ".xz" else path.read_bytes())
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("report", help="a trimmed show JSON (.json or .json.xz) of corpus.cu's kernels")
+    p.add_argument("--check", action="store_true", help="compare only; write nothing")
+    args = p.parse_args(argv)
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None or which_cuda_tool("cuobjdump") is None:
+        print("error: nvcc and cuobjdump are needed", file=sys.stderr)
+        return 3
+    path = Path(args.report)
+    doc = read_document(path)
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    checked, added, mismatches = merge_facts(doc, listing_facts(compile_listings(nvcc)))
     if mismatches:
         print("\n".join(mismatches[:20]), file=sys.stderr)
         print(f"error: {len(mismatches)} fact(s) differ: the compile is not the recorded code; nothing written",

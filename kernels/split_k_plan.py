@@ -9,6 +9,10 @@ Two plans:
   a last wave of T % G tiles with the rest of the SMs idle. Only those last tiles are cut, into
   the number of slices that fills the last wave best (at most one slice per k-tile), so the last
   wave takes a fraction of a tile's time. The full waves run unchanged.
+- **stream-K** (`stream_k`): the same full waves, and the last wave's tiles shared out over every
+  cluster as one run of k-tiles each, of equal length, read across tile boundaries. Each cluster
+  writes at most one partial sum (where its run starts inside a tile) instead of the tail plan's
+  slices - 1 per tile, which is what kept the tail plan off where the last wave is nearly full.
 """
 
 from __future__ import annotations
@@ -74,3 +78,45 @@ def plan(cluster_tiles: int, clusters: int, k_tiles: int, splits: int, tail: boo
     if best == 1:
         return none
     return SplitPlan(cluster_tiles - last, best, last)
+
+
+@dataclass(frozen=True)
+class StreamKPlan:
+    """One launch's stream-K share-out: the cluster tiles before `split_from` run whole, in waves
+    of one per cluster; the `split_tiles` after them (the last partial wave) are cut into
+    `clusters` runs of equal length over their k-tiles (kernels/sm90/tile_scheduler.py,
+    `shared_run`). split_tiles == 0: nothing is shared. `slices` is 1: the kernel's split-K
+    parameter, which stream-K does not use."""
+
+    split_from: int
+    split_tiles: int
+    clusters: int
+    slices: int = 1
+
+    def workspace_sizes(self, cluster_ctas: int, tile_m: int, tile_n: int,
+                        consumer_warps: int) -> tuple[int, int]:
+        """(fp32 partial-sum elements, int32 counters): one tile's partial sums per CTA of the
+        grid (a run writes at most one) and a counter per (CTA, consumer warp) of the grid (a run
+        reduces at most one tile, its last)."""
+        if self.split_tiles == 0:
+            return 1, 1
+        ctas = self.clusters * cluster_ctas
+        return ctas * tile_m * tile_n, ctas * consumer_warps
+
+
+def stream_k_plan(cluster_tiles: int, clusters: int, k_tiles: int) -> StreamKPlan:
+    """Whether to share out the last partial wave of `cluster_tiles` on `clusters`: it saves
+    1 - last / clusters of a tile's mainloop time and puts one partial sum's store and one load on
+    a run's critical path (2 x EXCHANGE_KTILES_PER_SLICE k-tiles). The reducer of a tile is the
+    run that holds its first k-tile, which that run reaches last, while the writers' pieces come
+    first in their runs, so the wait is short and always ends (every CTA is resident)."""
+    whole = StreamKPlan(cluster_tiles, 0, clusters)
+    last = cluster_tiles % clusters if cluster_tiles >= clusters else cluster_tiles
+    # Every run at least one k-tile: a reducer waits for each run between it and the tile's end.
+    if last == 0 or k_tiles < 2 or last * k_tiles < clusters:
+        return whole
+    saved = 1.0 - last / clusters
+    cost = 2 * EXCHANGE_KTILES_PER_SLICE / k_tiles
+    if saved <= cost:
+        return whole
+    return StreamKPlan(cluster_tiles - last, last, clusters)

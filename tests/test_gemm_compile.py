@@ -253,3 +253,85 @@ def test_an_l2_hint_reaches_only_the_loads_it_names():
     hinted = loads({"b_load_hint": "first"})
     assert plain and all(policy == "URZ" for _, policy in plain)
     assert {(bool(mc), policy != "URZ") for mc, policy in hinted} == {(False, False), (True, True)}
+
+
+def _stream_k_walk(sched, clusters, k_tiles):
+    """The pieces each cluster's run walks, as the kernel does: [(work, first k-tile, count)]."""
+    runs = []
+    for c in range(clusters):
+        pos, end = sched.shared_run(c, clusters, k_tiles)
+        pieces = []
+        while pos < end:
+            piece = sched.shared_segment(pos, end, k_tiles)
+            pieces.append(piece)
+            pos += piece[2]
+        runs.append(pieces)
+    return runs
+
+
+@pytest.mark.parametrize("cluster_tiles,clusters,k_tiles", [
+    (512, 66, 64),      # 8192x4096x4096 in 128x256 tiles on 2x1 clusters: 50 shared tiles
+    (512, 66, 224),     # 8192x4096x14336
+    (64, 66, 32),       # fewer tiles than clusters: every tile shared, runs shorter than a tile
+    (70, 66, 17),       # 4 shared tiles: runs of 4-5 k-tiles, up to 5 pieces per tile
+    (200, 7, 5),
+])
+def test_stream_k_runs_cover_every_k_tile_once(cluster_tiles, clusters, k_tiles):
+    """Every shared tile's k-tiles lie in exactly one run; the run that holds a tile's first
+    k-tile reduces it (its last piece), every other piece of it is a writer's first piece and
+    names that reducer; each run writes and reduces at most once (the workspace's slot and
+    counter per cluster)."""
+    from kernelscope.kernels.split_k_plan import StreamKPlan
+    dp = (cluster_tiles // clusters) * clusters if cluster_tiles >= clusters else 0
+    sched = TileScheduler(SchedulePolicy((1, 1), "m", 8), cluster_tiles, 1, dp, 1, stream_k=True)
+    assert sched.num_work == dp and sched.shared_tiles == cluster_tiles - dp
+    runs = _stream_k_walk(sched, clusters, k_tiles)
+    covered = {}
+    for c, pieces in enumerate(runs):
+        for i, (work, first, count) in enumerate(pieces):
+            assert count >= 1 and 0 <= first and first + count <= k_tiles
+            for k in range(first, first + count):
+                assert (work, k) not in covered
+                covered[(work, k)] = c
+            if first > 0:
+                assert i == 0, "a writer's piece is the first of its run"
+            elif count < k_tiles:
+                assert i == len(pieces) - 1, "a reducer's piece is the last of its run"
+    assert set(covered) == {(w, k) for w in range(dp, cluster_tiles) for k in range(k_tiles)}
+    for work in range(dp, cluster_tiles):
+        start = (work - dp) * k_tiles
+        reducer = sched.run_owner(start, clusters, k_tiles)
+        last = sched.run_owner(start + k_tiles - 1, clusters, k_tiles)
+        assert reducer == covered[(work, 0)] and last == covered[(work, k_tiles - 1)]
+        # The reducer adds the slots of runs reducer + 1 .. last: exactly the tile's other pieces.
+        assert {covered[(work, k)] for k in range(k_tiles)} == set(range(reducer, last + 1))
+    plan = StreamKPlan(dp, cluster_tiles - dp, clusters)
+    assert plan.workspace_sizes(2, 128, 256, 8) == (
+        (clusters * 2 * 128 * 256, clusters * 2 * 8) if cluster_tiles > dp else (1, 1))
+
+
+def test_stream_k_plan_shares_out_a_short_last_wave():
+    from kernelscope.kernels.split_k_plan import stream_k_plan
+    # 8192x4096x14336: 512 cluster tiles on 66 clusters, a last wave of 50: shared out.
+    p = stream_k_plan(512, 66, 224)
+    assert (p.split_from, p.split_tiles, p.clusters) == (462, 50, 66)
+    # 2048^3: 64 tiles on 66 clusters save 3 % of a 32-k-tile mainloop, less than the exchange.
+    assert stream_k_plan(64, 66, 32).split_tiles == 0
+    # Full last wave, or a single k-tile: nothing to share.
+    assert stream_k_plan(132, 66, 64).split_tiles == 0
+    assert stream_k_plan(70, 66, 1).split_tiles == 0
+    # Fewer shared k-tiles than clusters would leave runs empty (a reducer would wait for them).
+    assert stream_k_plan(70, 66, 3).split_tiles == 0
+    assert stream_k_plan(70, 66, 17).split_tiles == 4
+
+
+def test_stream_k_excludes_the_other_splits_and_compiles():
+    with pytest.raises(gemm.ConfigRejected):
+        gemm.resolve_config(gemm.GemmConfig(stream_k=True, tail_split=True))
+    with pytest.raises(gemm.ConfigRejected):
+        gemm.resolve_config(gemm.GemmConfig(stream_k=True, splits=2))
+    ck = gemm.compile_gemm({"stream_k": True, "epi_n": 64}, {"M": 8192, "N": 4096, "K": 4096})
+    ops = opcodes(ck.sass)
+    # The partial sums go through global memory (stores and loads of the exchange) and the
+    # counters are raised with a reduction; the plain variant has none of these.
+    assert {"STG", "LDG", "RED"} <= ops or {"STG", "LDG", "REDG"} <= ops

@@ -111,13 +111,21 @@ def test_spec_launch_writes_out():
     pytest.param({"tail_split": True}, 2560, 1792, 2000, marks=FAST),
     # ... with partial tiles on the edges and an N-wise cluster.
     ({"tail_split": True, "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
+    # Stream-K: the last wave's 4 cluster tiles (of 70) in 66 runs of ~2 k-tiles, so a tile has
+    # up to 17 pieces and most runs are a single writer's piece.
+    pytest.param({"stream_k": True, "epi_n": 64}, 2560, 1792, 2000, marks=FAST),
+    # ... partial tiles on every edge, an N-wise cluster (A multicast), 12 shared of 144.
+    ({"stream_k": True, "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
+    # ... a suite shape: 58 shared tiles of 256, runs of ~56 k-tiles over two tiles each.
+    ({"stream_k": True, "epi_n": 64}, 4096, 4096, 4096),
 ])
 def test_split_k(config, M, N, K):
     """Slices of K reduced in-kernel. Launched twice from one launcher: the second launch
     proves the counters went back to zero (a stale counter would add garbage or hang)."""
     cfg = gemm.GemmConfig.from_mapping(config)
     split = gemm.split_plan(cfg, M, N, K, gemm.max_active_clusters(tuple(cfg.cluster)))
-    assert split.slices > 1, f"the shape does not exercise split-K here: {split}"
+    assert split.split_tiles > 0 and (split.slices > 1 or cfg.stream_k), \
+        f"the shape does not exercise split-K here: {split}"
     a, b = _operands(M, N, K, "bfloat16", "k", "n", seed=M + K)
     out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
     launch = gemm.bind_gemm(cfg, {"a": a, "b": b, "out": out})

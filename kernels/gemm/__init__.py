@@ -40,7 +40,7 @@ from kernelscope.kernels.cute_build import (
     gpu_available,
     launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
-from kernelscope.kernels.split_k_plan import SplitPlan, plan
+from kernelscope.kernels.split_k_plan import SplitPlan, StreamKPlan, plan, stream_k_plan
 from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
@@ -70,13 +70,14 @@ class GemmConfig(PersistentGemmConfig):
     epi_stages: int | None = None      # None: 4 for 16-bit outputs, 2 for fp32 (capped by subtiles)
     splits: int = 1                    # split-K: every tile cut into this many slices of K
     tail_split: bool = False           # split-K of the last partial wave's tiles only
-                                       # (both: kernels/split_k_plan.py)
+    stream_k: bool = False             # the last partial wave shared out as equal runs of k-tiles
+                                       # (all three: kernels/split_k_plan.py)
     a_load_hint: str = "none"          # L2 eviction hint of the A (B) loads: none (no hint), normal,
     b_load_hint: str = "none"          # first or last (kernels/sm90/pipeline.py, L2_POLICY)
 
     def split_k_capable(self) -> bool:
         """Whether the compiled variant carries the split-K exchange (its plan is per launch)."""
-        return self.splits > 1 or self.tail_split
+        return self.splits > 1 or self.tail_split or self.stream_k
 
 
 def _width(dtype: str) -> int:
@@ -114,8 +115,11 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
     for name in ("a_load_hint", "b_load_hint"):
         if getattr(cfg, name) not in LOAD_HINTS:
             raise ConfigRejected(f"{name} must be one of {', '.join(LOAD_HINTS)}, got {getattr(cfg, name)!r}")
-    if cfg.splits > 1 and cfg.tail_split:
-        raise ConfigRejected("splits > 1 (every tile) and tail_split (the last wave's tiles) exclude each other")
+    if cfg.stream_k not in (True, False):
+        raise ConfigRejected(f"stream_k must be true or false, got {cfg.stream_k!r}")
+    if sum((cfg.splits > 1, cfg.tail_split, cfg.stream_k)) > 1:
+        raise ConfigRejected("splits > 1 (every tile), tail_split and stream_k (the last wave's tiles) "
+                             "exclude each other")
     # Registers: each consumer thread holds 64 x tile_n / 128 fp32 accumulators.
     if cfg.tile_n > 256:
         raise ConfigRejected("tile_n above 256 does not fit the accumulators in registers")
@@ -203,10 +207,13 @@ def _split_k_workspace(split: SplitPlan, cfg: GemmConfig):
             torch.zeros(n_counters, dtype=torch.int32, device="cuda"))
 
 
-def split_plan(cfg: GemmConfig, M: int, N: int, K: int, clusters: int) -> SplitPlan:
-    """The split-K plan of one launch over `clusters` resident clusters (kernels/split_k_plan.py)."""
+def split_plan(cfg: GemmConfig, M: int, N: int, K: int, clusters: int) -> SplitPlan | StreamKPlan:
+    """The split-K (or stream-K) plan of one launch over `clusters` resident clusters
+    (kernels/split_k_plan.py)."""
     cm, cn = cfg.cluster
     cluster_tiles = math.ceil(math.ceil(M / cfg.tile_m) / cm) * math.ceil(math.ceil(N / cfg.tile_n) / cn)
+    if cfg.stream_k:
+        return stream_k_plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k))
     return plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k), cfg.splits, cfg.tail_split, MAX_SPLITS,
                 cluster_ctas=cm * cn, tile_k=cfg.tile_k)
 

@@ -13,7 +13,7 @@ from kernelscope.kernels.cute_build import cutlass_dtype
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.pipeline import RingPosition
-from kernelscope.kernels.sm90.split_k import SplitKExchange
+from kernelscope.kernels.sm90.split_k import SplitKExchange, StreamKExchange
 from kernelscope.kernels.sm90.tile_scheduler import TileScheduler
 from kernelscope.kernels.sm90.warp_specialized import WarpSpecializedGemm
 
@@ -38,7 +38,10 @@ class HopperGemm(WarpSpecializedGemm):
         self.consumer_regs = 232 if cfg.consumer_wgs == 2 else 240
         # A split-K capable variant: which tiles are split is decided per launch (split_from,
         # slices); other variants compile exactly as before split-K existed.
-        self.split_k = SplitKExchange(self.consumer_threads) if cfg.split_k_capable() else None
+        self.split_k = (SplitKExchange(self.consumer_threads)
+                        if cfg.split_k_capable() and not cfg.stream_k else None)
+        # Stream-K capable: which tiles are shared out is decided per launch (split_from).
+        self.stream_k = StreamKExchange(self.consumer_threads, self.cluster_size) if cfg.stream_k else None
         self.epilogue = TmaStoreEpilogue(
             self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
             consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE)
@@ -61,10 +64,11 @@ class HopperGemm(WarpSpecializedGemm):
         sC_layout = self.epilogue.make_smem_layout()
         tma_a, tA, tma_b, tB = self.make_tma_loads(mA, sA_layout, mB, sB_layout)
         tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
-        if cutlass.const_expr(self.split_k is None):
+        if cutlass.const_expr(self.split_k is None and self.stream_k is None):
             # Not passed on: the kernel of a variant without split-K has no such parameters.
             split_from, slices = None, None
-        tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters, split_from, slices)
+        tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters, split_from, slices,
+                                                          stream_k=self.stream_k is not None)
 
         self.storage = self.shared_storage(sA_layout, sB_layout, self.c_dtype, sC_layout)
         self.launch(self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, tiled_mma,
@@ -89,7 +93,8 @@ class HopperGemm(WarpSpecializedGemm):
         sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
         sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
         gA, gB, gC, k_tiles = self.global_tiles(mA, mB, mC)
-        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices)
+        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices,
+                              stream_k=self.stream_k is not None)
 
         if warp_idx < self.PRODUCER_WARPS:
             # A multicasts to the CTAs of this cluster row (same cta_x), B to its column.
@@ -114,37 +119,19 @@ class HopperGemm(WarpSpecializedGemm):
         tCrB = tiled_mma.make_fragment_B(tCsB)
         acc_shape = thr_mma.partition_C(gC[(None, None, 0, 0)]).shape
         acc = cute.make_rmem_tensor(acc_shape, cutlass.Float32)
-        k_blocks = cute.size(tCrA, mode=[2])
 
         signals, dst = ring.release_signal(cta_rank, lane)
         tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma, ctidx)
 
+        # Accumulate always (acc is zeroed per tile); set once, outside every loop, so that no
+        # loop body rebinds the MMA's state.
+        tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
         position = RingPosition.consumer_start(self.stages)
         work = cluster_id
         while work < sched.num_work:
             tm, tn = sched.tile_of_cta(work, cta_x, cta_y)
             _, k_count = sched.k_slice(work, k_tiles)
-            acc.fill(0.0)
-            tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
-            prev_stage = position.index
-            for k in range(k_count):
-                stage = position.index
-                ring.consumer_wait(stage, position.phase)
-                cute.nvgpu.warpgroup.fence()
-                for kb in cutlass.range_constexpr(k_blocks):
-                    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, stage)],
-                              tCrB[(None, None, kb, stage)], acc)
-                cute.nvgpu.warpgroup.commit_group()
-                # Keep one WGMMA group in flight; the one before it has finished reading its
-                # stage, which can go back to the producer.
-                cute.nvgpu.warpgroup.wait_group(1)
-                if k > 0:
-                    ring.consumer_release(prev_stage, signals, dst)
-                prev_stage = stage
-                position.advance()
-            cute.nvgpu.warpgroup.wait_group(0)
-            if k_count > 0:
-                ring.consumer_release(prev_stage, signals, dst)
+            position = self.accumulate(tiled_mma, acc, tCrA, tCrB, ring, position, k_count, signals, dst)
 
             if cutlass.const_expr(self.split_k is not None):
                 tile_work, split, tile_slices = sched.split_unit(work)
@@ -160,4 +147,56 @@ class HopperGemm(WarpSpecializedGemm):
                 self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
                                          gC[(None, None, tm, tn)], warp_idx)
             work += num_clusters
+        if cutlass.const_expr(self.stream_k is not None):
+            # The run of the shared tiles' k-tiles (kernels/split_k_plan.py), piece by piece: a
+            # piece that starts inside its tile is written for the tile's reducer (which holds
+            # the tile's first k-tile); a piece from the first k-tile adds the others' and stores.
+            pos, end = sched.shared_run(cluster_id, num_clusters, k_tiles)
+            while pos < end:
+                piece, k_first, k_count = sched.shared_segment(pos, end, k_tiles)
+                tm, tn = sched.tile_of_cta(piece, cta_x, cta_y)
+                position = self.accumulate(tiled_mma, acc, tCrA, tCrB, ring, position, k_count,
+                                           signals, dst)
+                tile_start = pos - k_first
+                if k_first > 0:
+                    # CTAs of an edge cluster past the output have nothing to hand on.
+                    if tm < tiles_m and tn < tiles_n:
+                        reducer = sched.run_owner(tile_start, num_clusters, k_tiles)
+                        self.stream_k.write(acc, partials, counters, cluster_id, reducer, cta_rank,
+                                            ctidx, lane)
+                else:
+                    if k_count < k_tiles and tm < tiles_m and tn < tiles_n:
+                        writers = sched.run_owner(tile_start + k_tiles - 1, num_clusters, k_tiles) - cluster_id
+                        self.stream_k.reduce(acc, partials, counters, cluster_id, writers, cta_rank,
+                                             ctidx, lane)
+                    self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
+                                             gC[(None, None, tm, tn)], warp_idx)
+                pos += k_count
         self.epilogue.drain(warp_idx)
+
+    @cute.jit
+    def accumulate(self, tiled_mma, acc, tCrA, tCrB, ring, position, k_count, signals, dst):
+        """acc = the sum over the next k_count ring stages of their WGMMAs; returns the ring
+        position after them."""
+        k_blocks = cute.size(tCrA, mode=[2])
+        acc.fill(0.0)
+        prev_stage = position.index
+        for k in range(k_count):
+            stage = position.index
+            ring.consumer_wait(stage, position.phase)
+            cute.nvgpu.warpgroup.fence()
+            for kb in cutlass.range_constexpr(k_blocks):
+                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, stage)],
+                          tCrB[(None, None, kb, stage)], acc)
+            cute.nvgpu.warpgroup.commit_group()
+            # Keep one WGMMA group in flight; the one before it has finished reading its
+            # stage, which can go back to the producer.
+            cute.nvgpu.warpgroup.wait_group(1)
+            if k > 0:
+                ring.consumer_release(prev_stage, signals, dst)
+            prev_stage = stage
+            position.advance()
+        cute.nvgpu.warpgroup.wait_group(0)
+        if k_count > 0:
+            ring.consumer_release(prev_stage, signals, dst)
+        return position

@@ -178,6 +178,19 @@ def publish_ring_init(ring: TmaRing):
 L2_POLICY = {"normal": 0x1000000000000000, "first": 0x12F0000000000000, "last": 0x14F0000000000000}
 
 
+def _load_stage(ring: TmaRing, stage, a_coord, b_coord, a_side, b_side):
+    """One stage's A and B boxes (a_coord: (tile m, k-tile), b_coord: (tile n, k-tile); a side:
+    (atom, global view, smem view, multicast mask, L2 policy or None)). Plain Python run at trace
+    time inside produce_ab_tiles; it has no control flow of its own."""
+    full = ring.full_barrier(stage)
+    for (atom, g, s, mask, policy), (tile, k) in ((a_side, a_coord), (b_side, b_coord)):
+        if policy is None:
+            cute.copy(atom, g[(None, tile, k)], s[(None, stage)], tma_bar_ptr=full, mcast_mask=mask)
+        else:
+            cute.copy(atom, g[(None, tile, k)], s[(None, stage)], tma_bar_ptr=full, mcast_mask=mask,
+                      cache_policy=cutlass.Int64(policy))
+
+
 @cute.jit
 def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
                      cta_m, cta_n, first_work, work_stride,
@@ -202,26 +215,29 @@ def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB
         a_mask = cutlass.Int16(row_bits) << cutlass.Int16(cta_m)
     if cutlass.const_expr(cm > 1):
         b_mask = cutlass.Int16((1 << cm) - 1) << cutlass.Int16(cta_n * cm)
+    a_side = (tma_a, tAgA, tAsA, a_mask, a_policy)
+    b_side = (tma_b, tBgB, tBsB, b_mask, b_policy)
     position = RingPosition.producer_start(ring.stages)
     work = first_work
     while work < sched.num_work:
         tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
         k_first, k_count = sched.k_slice(work, k_tiles)
         for i in range(k_count):
-            k = k_first + i
             stage = position.index
             ring.producer_acquire(stage, position.phase)
-            full = ring.full_barrier(stage)
-            if cutlass.const_expr(a_policy is None):
-                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full, mcast_mask=a_mask)
-            else:
-                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=full, mcast_mask=a_mask,
-                          cache_policy=cutlass.Int64(a_policy))
-            if cutlass.const_expr(b_policy is None):
-                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full, mcast_mask=b_mask)
-            else:
-                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=full, mcast_mask=b_mask,
-                          cache_policy=cutlass.Int64(b_policy))
+            _load_stage(ring, stage, (tm, k_first + i), (tn, k_first + i), a_side, b_side)
             position.advance()
         work += work_stride
+    if cutlass.const_expr(sched.stream_k):
+        # The run of the shared tiles' k-tiles, piece by piece (the consumers walk it alike).
+        pos, end = sched.shared_run(first_work, work_stride, k_tiles)
+        while pos < end:
+            piece, k_first, k_count = sched.shared_segment(pos, end, k_tiles)
+            tm, tn = sched.tile_of_cta(piece, cta_m, cta_n)
+            for i in range(k_count):
+                stage = position.index
+                ring.producer_acquire(stage, position.phase)
+                _load_stage(ring, stage, (tm, k_first + i), (tn, k_first + i), a_side, b_side)
+                position.advance()
+            pos += k_count
     ring.producer_drain(position)

@@ -69,6 +69,50 @@ class SplitKExchange:
             _reset(counter, lane)
 
 
+class StreamKExchange:
+    """Device side of stream-K (kernels/split_k_plan.py): a run that starts inside a tile writes
+    its partial sums to its own slot and raises the counter of the tile's reducer, the run that
+    holds the tile's first k-tile; the reducer adds the writers' slots. Slot and counter of CTA
+    `rank` of cluster `c`: c * cluster_ctas + rank (a run writes and reduces at most once each).
+    Same per-warp protocol and slot layout as SplitKExchange."""
+
+    def __init__(self, consumer_threads: int, cluster_ctas: int):
+        self.consumer_threads = consumer_threads
+        self.consumer_warps = consumer_threads // 32
+        self.cluster_ctas = cluster_ctas
+
+    def _counter(self, counters, cluster, cta_rank, consumer_tidx):
+        return counters.iterator + ((cluster * self.cluster_ctas + cta_rank) * self.consumer_warps
+                                    + consumer_tidx // 32)
+
+    @cute.jit
+    def write(self, acc: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor, cluster,
+              reducer, cta_rank, consumer_tidx, lane):
+        """This run's piece of a tile, for the reducer run `reducer`."""
+        n = cute.size(acc)
+        threads = self.consumer_threads
+        slot = cluster * self.cluster_ctas + cta_rank
+        out = partials.iterator + (slot * (n * threads) + consumer_tidx)
+        for v in cutlass.range(n, unroll_full=True):
+            cute.arch.store(out + v * threads, acc[v], cop="cg")
+        _signal(self._counter(counters, reducer, cta_rank, consumer_tidx), lane)
+
+    @cute.jit
+    def reduce(self, acc: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor, cluster,
+               writers, cta_rank, consumer_tidx, lane):
+        """Add the pieces of runs cluster + 1 .. cluster + writers into `acc`."""
+        n = cute.size(acc)
+        threads = self.consumer_threads
+        counter = self._counter(counters, cluster, cta_rank, consumer_tidx)
+        _await(counter, writers)
+        for w in range(writers):
+            slot = (cluster + 1 + w) * self.cluster_ctas + cta_rank
+            src = partials.iterator + (slot * (n * threads) + consumer_tidx)
+            for v in cutlass.range(n, unroll_full=True):
+                acc[v] = acc[v] + cute.arch.load(src + v * threads, cutlass.Float32, cop="cg")
+        _reset(counter, lane)
+
+
 class SplitStateExchange:
     """Device side of a split whose partial results are merged by a rule of the caller's: each
     thread's state is a list of fp32 register tensors (the same shapes in every part)."""

@@ -61,7 +61,8 @@ def num_clusters_to_launch(num_work: int, max_active_clusters: int) -> int:
 class TileScheduler:
     """Device-side view of a persistent schedule over a (tiles_m x tiles_n) grid of output tiles."""
 
-    def __init__(self, policy: SchedulePolicy, tiles_m, tiles_n, split_from=None, slices=None):
+    def __init__(self, policy: SchedulePolicy, tiles_m, tiles_n, split_from=None, slices=None,
+                 stream_k: bool = False):
         self.policy = policy
         cm, cn = policy.cluster_mn
         # Cluster tiles: partial clusters at the edge still run as a whole cluster (multicast
@@ -72,11 +73,18 @@ class TileScheduler:
         # Split-K (kernels/sm90/split_k.py), decided per launch: cluster tiles from `split_from`
         # on are `slices` consecutive work items each, one per slice of K. None: no split-K
         # (the kernel's code is then what it was without it).
-        self.split_k = split_from is not None
+        self.split_k = split_from is not None and not stream_k
         self.split_from = split_from
         self.slices = slices
         if self.split_k:
             self.num_work = split_from + (self.num_work - split_from) * slices
+        # Stream-K (kernels/split_k_plan.py): the work items are the whole tiles before
+        # `split_from`; the `shared_tiles` after them are walked as runs of k-tiles (shared_run).
+        self.stream_k = stream_k
+        self.shared_tiles = None
+        if stream_k:
+            self.shared_tiles = self.num_work - split_from
+            self.num_work = split_from
 
     # The DSL carries objects through run-time control flow by their IR values.
     def __extract_mlir_values__(self):
@@ -84,6 +92,8 @@ class TileScheduler:
                   + extract_mlir_values(self.num_work))
         if self.split_k:
             values += extract_mlir_values(self.split_from) + extract_mlir_values(self.slices)
+        if self.stream_k:
+            values += extract_mlir_values(self.shared_tiles)
         return values
 
     def __new_from_mlir_values__(self, values):
@@ -97,6 +107,10 @@ class TileScheduler:
         if self.split_k:
             new.split_from = new_from_mlir_values(self.split_from, [values[3]])
             new.slices = new_from_mlir_values(self.slices, [values[4]])
+        new.stream_k = self.stream_k
+        new.shared_tiles = None
+        if self.stream_k:
+            new.shared_tiles = new_from_mlir_values(self.shared_tiles, [values[3]])
         return new
 
     def cluster_tile(self, work):
@@ -152,6 +166,31 @@ class TileScheduler:
             # descriptor arithmetic on the uniform datapath, as over the whole K range.
             first, count = cute.arch.make_warp_uniform(first), cute.arch.make_warp_uniform(count)
         return first, count
+
+    # -- stream-K: the shared tiles' k-tiles in one row (tile by tile), cut into equal runs ------
+    def shared_run(self, cluster, clusters, k_tiles):
+        """(first, end) positions of cluster `cluster`'s run among the shared tiles' k-tiles
+        (position p: k-tile p % k_tiles of shared tile p // k_tiles)."""
+        total = self.shared_tiles * k_tiles
+        return cluster * total // clusters, (cluster + 1) * total // clusters
+
+    def shared_segment(self, pos, end, k_tiles):
+        """The piece of a run from `pos` (before `end`) inside one tile: (its work index, first
+        k-tile, number of k-tiles)."""
+        tile = pos // k_tiles
+        first = pos - tile * k_tiles
+        count = cutlass.min(k_tiles - first, end - pos)
+        if not isinstance(count, int):
+            import cutlass.cute as cute
+            # Warp-uniform, as in k_slice: the mainloop's stage arithmetic stays on the uniform
+            # datapath.
+            first, count = cute.arch.make_warp_uniform(first), cute.arch.make_warp_uniform(count)
+        return self.num_work + tile, first, count
+
+    def run_owner(self, pos, clusters, k_tiles):
+        """The cluster whose run holds position `pos`: the last c with c * total // clusters <= pos."""
+        total = self.shared_tiles * k_tiles
+        return ((pos + 1) * clusters - 1) // total
 
     def _morton_tile(self, work):
         g = self.policy.group

@@ -47,14 +47,18 @@ class WarpSpecializedGemm:
         tma_b, tB = make_tma_load(mB, sB_layout, (bn, bk), cm)
         return tma_a, tA, tma_b, tB
 
-    def persistent_grid(self, mC: cute.Tensor, max_clusters, split_from=None, slices=None):
+    def persistent_grid(self, mC: cute.Tensor, max_clusters, split_from=None, slices=None,
+                        stream_k: bool = False):
         """(tiles_m, tiles_n, clusters to launch): the output tiles, and as many clusters as there
         is work (with split-K, `slices` items per cluster tile from `split_from` on), at most
-        `max_clusters` (those resident at once), at least one."""
+        `max_clusters` (those resident at once), at least one. With stream-K tiles to share out,
+        all `max_clusters`: the runs are cut for that many (kernels/split_k_plan.py)."""
         tiles_m = (mC.shape[0] + self.tile_mnk[0] - 1) // self.tile_mnk[0]
         tiles_n = (mC.shape[1] + self.tile_mnk[1] - 1) // self.tile_mnk[1]
-        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices)
+        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices, stream_k)
         clusters = cutlass.max(cutlass.min(sched.num_work, max_clusters), 1)
+        if cutlass.const_expr(stream_k):
+            clusters = cutlass.Int32(cutlass.select_(sched.shared_tiles > 0, max_clusters, clusters))
         return tiles_m, tiles_n, clusters
 
     def shared_storage(self, sA_layout, sB_layout, c_dtype, sC_layout, c_buffers: int = 1):

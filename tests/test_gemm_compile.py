@@ -175,12 +175,13 @@ def test_whole_tile_epilogue_only_where_ctas_run_several_tiles():
     assert resolved(4096, 4096, 4096, sms=600).cfg.epi_n == 32
     # The tail plan where it cuts the last wave (measured wins at 12, 15 and 52 % full last
     # waves); where it keeps every tile whole, not even the split-capable variant (it costs).
-    for M, N, K in [(8192, 14336, 4096), (8192, 8192, 8192), (4096, 4352, 4096)]:
+    for M, N, K in [(8192, 14336, 4096), (4096, 4352, 4096)]:
         c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
-        assert c.tail_split and (c.tile_n, c.epi_n) == (256, 64), (M, N, K)
+        assert c.tail_split and not c.stream_k and (c.tile_n, c.epi_n) == (256, 64), (M, N, K)
         assert gemm.split_plan(c, M, N, K, 66).slices > 1
     for M, N, K in [(4096, 4096, 4096), (8192, 4096, 4096), (8192, 11008, 4096), (2048, 2048, 2048)]:
-        assert not gemm.heuristic_config({"M": M, "N": N, "K": K}, 132).tail_split, (M, N, K)
+        c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
+        assert not c.tail_split and not c.stream_k, (M, N, K)
     assert not gemm.heuristic_config({"M": 8192, "N": 14336}, 132).tail_split     # no K: no plan
     # M=512: 128x128 tiles, B multicast over a 2x1 cluster.
     m512 = gemm.heuristic_config({"M": 512, "N": 4096, "K": 4096}, 132)
@@ -335,3 +336,22 @@ def test_stream_k_excludes_the_other_splits_and_compiles():
     # The partial sums go through global memory (stores and loads of the exchange) and the
     # counters are raised with a reduction; the plain variant has none of these.
     assert {"STG", "LDG", "RED"} <= ops or {"STG", "LDG", "REDG"} <= ops
+
+
+def test_stream_k_where_the_last_wave_was_measured_to_gain():
+    """Stream-K where the H200 measured it ahead of the whole last wave and of the tail plan
+    (kernels/gemm/NOTES.md, stream-K): a last wave about half full, or three quarters full over a
+    long K; not where the last wave is nearly full (4096^3 0.97, 4096x4096x8192 0.94 of the whole
+    wave's time) or three quarters full over 64 k-tiles (no gain)."""
+    def picked(M, N, K):
+        c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
+        return c.stream_k, c.tail_split
+    for shape in [(8192, 8192, 8192), (8192, 8192, 4096), (8192, 4096, 11008), (8192, 4096, 14336),
+                  (4096, 8192, 16384)]:
+        assert picked(*shape) == (True, False), shape
+        c = gemm.heuristic_config(dict(zip("MNK", shape)), 132)
+        assert gemm.split_plan(c, *shape, 66).split_tiles > 0
+    for shape in [(4096, 4096, 4096), (4096, 4096, 8192), (6144, 4096, 8192), (8192, 11008, 4096),
+                  (8192, 4096, 4096), (2048, 2048, 2048), (512, 4096, 4096)]:
+        assert not picked(*shape)[0], shape
+    assert not gemm.heuristic_config({"M": 8192, "N": 8192}, 132).stream_k     # no K: no plan

@@ -16,6 +16,9 @@ CTA = 1 producer warpgroup + 1 or 2 consumer warpgroups.
 - Split-K (config `splits`, or `tail_split`): slices of K per tile on different CTAs, the last
   slice adding the others' fp32 partials before the epilogue (kernels/sm90/split_k.py); the
   heuristic uses it for few tiles over a long K, and the tail plan where it cuts the last wave.
+- Stream-K (config `stream_k`): the last partial wave's tiles shared out as one equal run of
+  k-tiles per cluster (kernels/split_k_plan.py); the heuristic takes it where the last wave is
+  about half full, or three quarters full over a long K (_stream_k_pays).
 - The per-shape heuristic (`heuristic_config`, what run/profile/the gate/the benchmark launch)
   picks the tile, the cluster, the epilogue subtile width and the split plan; its numbers are
   in kernels/gemm/NOTES.md.
@@ -327,6 +330,31 @@ def _tail_wave_cost(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) ->
     return math.ceil(tail.split_tiles * tail.slices / clusters) / tail.slices
 
 
+def _stream_k_pays(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) -> bool:
+    """Stream-K (kernels/split_k_plan.py) where it was measured faster than the whole last wave
+    and the tail plan: a last wave at most 60 % full, or at most 78 % full over >= 128 k-tiles.
+    H200, timed in turns against cuBLAS, stream-K against the heuristic's config before it
+    (results/gemm-h200-stream-k-*-paired.json.xz; last wave's fill, k-tiles):
+    52 %: 8192^3 1.046-1.047 against 1.032-1.034 (tail plan), 8192x8192x4096 1.038 against 1.023;
+    76 %: 8192x4096x11008 1.004 against 0.999-1.000, 8192x4096x14336 1.002-1.004 against 0.999,
+    4096x8192x16384 1.002 against 0.998, but 8192x4096x4096 (64 k-tiles) 1.000 against 1.001-1.002;
+    15 %: 8192x14336x4096 1.009-1.010 against the tail plan's 1.008-1.009 (left to the tail plan).
+    Nearly full last waves lose, more so over a longer K: 82 % 0.977 against 1.000 (6144x4096x8192),
+    85 % 0.98-0.99 of the whole wave (8192x11008x4096), 88 % 0.970-0.972 (4096^3) and 0.944
+    (4096x4096x8192): presumably the runs, each at its own k offset, no longer read the same A and B
+    k-tiles at the same time as their neighbours, as the whole-tile waves do."""
+    if K is None:
+        return False
+    cm, cn = cfg.cluster
+    clusters = sms // (cm * cn)
+    cluster_tiles = math.ceil(math.ceil(M / cfg.tile_m) / cm) * math.ceil(math.ceil(N / cfg.tile_n) / cn)
+    k_tiles = math.ceil(int(K) / cfg.tile_k)
+    if cluster_tiles <= clusters or stream_k_plan(cluster_tiles, clusters, k_tiles).split_tiles == 0:
+        return False
+    fill = (cluster_tiles % clusters) / clusters
+    return 0.25 <= fill <= 0.60 or (fill <= 0.78 and k_tiles >= 128)
+
+
 def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
     """Split-K for few tiles over a long K: the most slices (2 or 4) that keep every slice at
     >= 32 k-tiles and the work items within one wave. Measured with 64x128 tiles
@@ -388,12 +416,19 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
 
     big = GemmConfig(epi_n=_WHOLE_TILE_EPI_N)
     several_tiles_per_cta = math.ceil(M / 128) * math.ceil(N / 256) > sms
-    tail_wave = _tail_wave_cost(big, M, N, shape.get("K"), sms) if several_tiles_per_cta else None
+    stream_k = several_tiles_per_cta and _stream_k_pays(big, M, N, shape.get("K"), sms)
+    tail_wave = (_tail_wave_cost(big, M, N, shape.get("K"), sms)
+                 if several_tiles_per_cta and not stream_k else None)
+    if stream_k:
+        # The shared-out last wave takes about its fill of a wave.
+        tiles = math.ceil(M / 128) * math.ceil(N / 256)
+        tail_wave = (tiles % sms) / sms
     if _narrow_tiles_fill_the_wave(M, N, sms):
         return GemmConfig(tile_m=128, tile_n=64, cluster=(2, 1))
     if cost(256, 1.0, tail_wave) <= cost(128, _SMALL_TILE_EFFICIENCY):
         if several_tiles_per_cta:
-            return dataclasses.replace(big, tail_split=tail_wave is not None)
+            return dataclasses.replace(big, tail_split=tail_wave is not None and not stream_k,
+                                       stream_k=stream_k)
         return GemmConfig()
     return GemmConfig(tile_m=128, tile_n=128, cluster=(2, 1))
 

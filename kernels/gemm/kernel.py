@@ -151,7 +151,11 @@ class HopperGemm(WarpSpecializedGemm):
             # The run of the shared tiles' k-tiles (kernels/split_k_plan.py), piece by piece: a
             # piece that starts inside its tile is written for the tile's reducer (which holds
             # the tile's first k-tile); a piece from the first k-tile adds the others' and stores.
+            # A writer raises the reducer's counter only before its own next wait or at the end
+            # of its run, so its partial sums drain to memory under its next piece's mainloop
+            # instead of stalling it (the reducer reaches its wait at the end of its run anyway).
             pos, end = sched.shared_run(cluster_id, num_clusters, k_tiles)
+            unsignalled = cutlass.Int32(-1)       # the reducer this run still owes a signal
             while pos < end:
                 piece, k_first, k_count = sched.shared_segment(pos, end, k_tiles)
                 tm, tn = sched.tile_of_cta(piece, cta_x, cta_y)
@@ -161,10 +165,12 @@ class HopperGemm(WarpSpecializedGemm):
                 if k_first > 0:
                     # CTAs of an edge cluster past the output have nothing to hand on.
                     if tm < tiles_m and tn < tiles_n:
-                        reducer = sched.run_owner(tile_start, num_clusters, k_tiles)
-                        self.stream_k.write(acc, partials, counters, cluster_id, reducer, cta_rank,
-                                            ctidx, lane)
+                        self.stream_k.write(acc, partials, cluster_id, cta_rank, ctidx)
+                        unsignalled = sched.run_owner(tile_start, num_clusters, k_tiles)
                 else:
+                    if unsignalled >= 0:
+                        self.stream_k.signal(counters, unsignalled, cta_rank, ctidx, lane)
+                        unsignalled = cutlass.Int32(-1)
                     if k_count < k_tiles and tm < tiles_m and tn < tiles_n:
                         writers = sched.run_owner(tile_start + k_tiles - 1, num_clusters, k_tiles) - cluster_id
                         self.stream_k.reduce(acc, partials, counters, cluster_id, writers, cta_rank,
@@ -172,6 +178,8 @@ class HopperGemm(WarpSpecializedGemm):
                     self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
                                              gC[(None, None, tm, tn)], warp_idx)
                 pos += k_count
+            if unsignalled >= 0:
+                self.stream_k.signal(counters, unsignalled, cta_rank, ctidx, lane)
         self.epilogue.drain(warp_idx)
 
     @cute.jit

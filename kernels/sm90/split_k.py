@@ -86,15 +86,18 @@ class StreamKExchange:
                                     + consumer_tidx // 32)
 
     @cute.jit
-    def write(self, acc: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor, cluster,
-              reducer, cta_rank, consumer_tidx, lane):
-        """This run's piece of a tile, for the reducer run `reducer`."""
+    def write(self, acc: cute.Tensor, partials: cute.Tensor, cluster, cta_rank, consumer_tidx):
+        """Store this run's piece of a tile in its slot; `signal` publishes it later."""
         n = cute.size(acc)
         threads = self.consumer_threads
         slot = cluster * self.cluster_ctas + cta_rank
         out = partials.iterator + (slot * (n * threads) + consumer_tidx)
         for v in cutlass.range(n, unroll_full=True):
             cute.arch.store(out + v * threads, acc[v], cop="cg")
+
+    @cute.jit
+    def signal(self, counters: cute.Tensor, reducer, cta_rank, consumer_tidx, lane):
+        """Publish the stores of `write` to run `reducer` (fences them first)."""
         _signal(self._counter(counters, reducer, cta_rank, consumer_tidx), lane)
 
     @cute.jit

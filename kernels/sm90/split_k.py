@@ -71,10 +71,11 @@ class SplitKExchange:
 
 class StreamKExchange:
     """Device side of stream-K (kernels/split_k_plan.py): a run that starts inside a tile writes
-    its partial sums to its own slot and raises the counter of the tile's reducer, the run that
-    holds the tile's first k-tile; the reducer adds the writers' slots. Slot and counter of CTA
-    `rank` of cluster `c`: c * cluster_ctas + rank (a run writes and reduces at most once each).
-    Same per-warp protocol and slot layout as SplitKExchange."""
+    its partial sums to its own slot (`write`) and later raises the counter of the tile's reducer,
+    the run that holds the tile's first k-tile (`signal`, which the caller issues before any wait
+    of its own, so every wait ends); the reducer adds the writers' slots (`reduce`). Slot and
+    counter of CTA `rank` of cluster `c`: c * cluster_ctas + rank (a run writes and reduces at most
+    once each). Same per-warp protocol and slot layout as SplitKExchange."""
 
     def __init__(self, consumer_threads: int, cluster_ctas: int):
         self.consumer_threads = consumer_threads

@@ -80,43 +80,70 @@ def plan(cluster_tiles: int, clusters: int, k_tiles: int, splits: int, tail: boo
     return SplitPlan(cluster_tiles - last, best, last)
 
 
+STREAM_K_LAYOUTS = ("runs", "heads")
+
+
 @dataclass(frozen=True)
 class StreamKPlan:
     """One launch's stream-K share-out: the cluster tiles before `split_from` run whole, in waves
     of one per cluster; the `split_tiles` after them (the last partial wave) are cut into
-    `clusters` runs of equal length over their k-tiles (kernels/sm90/tile_scheduler.py,
-    `shared_run`). split_tiles == 0: nothing is shared. `slices` is 1: the kernel's split-K
+    `clusters` runs of (nearly) equal length over their k-tiles, in `layout`
+    (kernels/sm90/tile_scheduler.py: "runs" cuts the tiles' k-tiles in one row; "heads" gives
+    each shared tile's first k-tiles to a run of its own and shares the tails out over the
+    other clusters). split_tiles == 0: nothing is shared. `slices` is 1: the kernel's split-K
     parameter, which stream-K does not use."""
 
     split_from: int
     split_tiles: int
     clusters: int
+    k_tiles: int = 1
+    layout: str = "runs"
     slices: int = 1
+
+    def max_writers(self) -> int:
+        """Slots per shared tile: an upper bound on its writer pieces (the scheduler's
+        `max_writers`, the same formula)."""
+        T, k = self.split_tiles, self.k_tiles
+        if self.layout == "heads":
+            stride, runs = k - T * k // self.clusters, self.clusters - T
+        else:
+            stride, runs = k, self.clusters
+        shortest = max(T * stride // runs, 1)
+        return (stride + shortest - 1) // shortest + 1
 
     def workspace_sizes(self, cluster_ctas: int, tile_m: int, tile_n: int,
                         consumer_warps: int) -> tuple[int, int]:
-        """(fp32 partial-sum elements, int32 counters): one tile's partial sums per CTA of the
-        grid (a run writes at most one) and a counter per (CTA, consumer warp) of the grid (a run
-        reduces at most one tile, its last)."""
+        """(fp32 partial-sum elements, int32 counters): `max_writers` slots of one CTA tile per
+        shared tile and CTA of its cluster, and a counter per (CTA, consumer warp) of the grid (a
+        run reduces at most one tile)."""
         if self.split_tiles == 0:
             return 1, 1
-        ctas = self.clusters * cluster_ctas
-        return ctas * tile_m * tile_n, ctas * consumer_warps
+        slots = self.split_tiles * self.max_writers() * cluster_ctas
+        return slots * tile_m * tile_n, self.clusters * cluster_ctas * consumer_warps
 
 
-def stream_k_plan(cluster_tiles: int, clusters: int, k_tiles: int) -> StreamKPlan:
-    """Whether to share out the last partial wave of `cluster_tiles` on `clusters`: it saves
-    1 - last / clusters of a tile's mainloop time and puts one partial sum's store and one load on
-    a run's critical path (2 x EXCHANGE_KTILES_PER_SLICE k-tiles). The reducer of a tile is the
-    run that holds its first k-tile, which that run reaches last, while the writers' pieces come
-    first in their runs, so the wait is short and always ends (every CTA is resident)."""
-    whole = StreamKPlan(cluster_tiles, 0, clusters)
+def stream_k_share_out(cluster_tiles: int, clusters: int, k_tiles: int, layout: str = "runs") -> StreamKPlan:
+    """The share-out of the last partial wave of `cluster_tiles` on `clusters`, whether or not it
+    pays: nothing shared where some run would get no k-tile (a reducer waits for each writer it
+    counts) or there is no partial wave."""
+    whole = StreamKPlan(cluster_tiles, 0, clusters, k_tiles, layout)
     last = cluster_tiles % clusters if cluster_tiles >= clusters else cluster_tiles
-    # Every run at least one k-tile: a reducer waits for each run between it and the tile's end.
+    # ("heads": last x k_tiles >= clusters also gives every helper a tail k-tile: the tails hold
+    # last x (k_tiles - floor(last x k_tiles / clusters)) >= clusters - last of them.)
     if last == 0 or k_tiles < 2 or last * k_tiles < clusters:
         return whole
-    saved = 1.0 - last / clusters
-    cost = 2 * EXCHANGE_KTILES_PER_SLICE / k_tiles
-    if saved <= cost:
-        return whole
-    return StreamKPlan(cluster_tiles - last, last, clusters)
+    return StreamKPlan(cluster_tiles - last, last, clusters, k_tiles, layout)
+
+
+def stream_k_plan(cluster_tiles: int, clusters: int, k_tiles: int, layout: str = "runs") -> StreamKPlan:
+    """stream_k_share_out where it pays: it saves 1 - last / clusters of a tile's mainloop time and
+    puts one partial sum's store and one load on a run's critical path
+    (2 x EXCHANGE_KTILES_PER_SLICE k-tiles). A tile's reducer holds its first k-tile; writers
+    never wait, so every wait ends (every CTA is resident)."""
+    shared = stream_k_share_out(cluster_tiles, clusters, k_tiles, layout)
+    if shared.split_tiles == 0:
+        return shared
+    saved = 1.0 - shared.split_tiles / clusters
+    if saved <= 2 * EXCHANGE_KTILES_PER_SLICE / k_tiles:
+        return StreamKPlan(cluster_tiles, 0, clusters, k_tiles, layout)
+    return shared

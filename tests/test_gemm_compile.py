@@ -263,31 +263,38 @@ def _stream_k_walk(sched, clusters, k_tiles):
         pos, end = sched.shared_run(c, clusters, k_tiles)
         pieces = []
         while pos < end:
-            piece = sched.shared_segment(pos, end, k_tiles)
+            piece = sched.shared_segment(c, clusters, pos, end, k_tiles)
             pieces.append(piece)
             pos += piece[2]
         runs.append(pieces)
     return runs
 
 
+@pytest.mark.parametrize("layout", ["runs", "heads"])
 @pytest.mark.parametrize("cluster_tiles,clusters,k_tiles", [
     (512, 66, 64),      # 8192x4096x4096 in 128x256 tiles on 2x1 clusters: 50 shared tiles
     (512, 66, 224),     # 8192x4096x14336
-    (64, 66, 32),       # fewer tiles than clusters: every tile shared, runs shorter than a tile
+    (256, 66, 64),      # 4096^3: 58 shared tiles, 8 helpers for their tails
+    (64, 66, 32),       # fewer tiles than clusters: every tile shared
     (70, 66, 17),       # 4 shared tiles: runs of 4-5 k-tiles, up to 5 pieces per tile
     (200, 7, 5),
+    (2, 66, 33),        # just enough k-tiles: runs of one k-tile each
 ])
-def test_stream_k_runs_cover_every_k_tile_once(cluster_tiles, clusters, k_tiles):
-    """Every shared tile's k-tiles lie in exactly one run; the run that holds a tile's first
-    k-tile reduces it (its last piece), every other piece of it is a writer's first piece and
-    names that reducer; each run writes and reduces at most once (the workspace's slot and
-    counter per cluster)."""
-    from kernelscope.kernels.split_k_plan import StreamKPlan
-    dp = (cluster_tiles // clusters) * clusters if cluster_tiles >= clusters else 0
-    sched = TileScheduler(SchedulePolicy((1, 1), "m", 8), cluster_tiles, 1, dp, 1, stream_k=True)
+def test_stream_k_runs_cover_every_k_tile_once(cluster_tiles, clusters, k_tiles, layout):
+    """Every shared tile's k-tiles lie in exactly one piece; the piece with a tile's first k-tile
+    reduces it, as the last piece of its run; every other piece is a writer whose slot is its
+    own, among its tile's slots, and names that reducer; the reducer counts exactly those
+    writers; the plan sizes the slots as the scheduler numbers them."""
+    from kernelscope.kernels.split_k_plan import stream_k_share_out
+    plan = stream_k_share_out(cluster_tiles, clusters, k_tiles, layout)
+    assert plan.split_tiles == (cluster_tiles % clusters if cluster_tiles > clusters else cluster_tiles)
+    dp = plan.split_from
+    sched = TileScheduler(SchedulePolicy((1, 1), "m", 8), cluster_tiles, 1, dp, 1, stream_k=layout)
     assert sched.num_work == dp and sched.shared_tiles == cluster_tiles - dp
+    assert sched.max_writers(clusters, k_tiles) == plan.max_writers()
+    slots_per_tile = plan.max_writers()
     runs = _stream_k_walk(sched, clusters, k_tiles)
-    covered = {}
+    covered, reducer_of, written = {}, {}, {}
     for c, pieces in enumerate(runs):
         for i, (work, first, count) in enumerate(pieces):
             assert count >= 1 and 0 <= first and first + count <= k_tiles
@@ -295,20 +302,20 @@ def test_stream_k_runs_cover_every_k_tile_once(cluster_tiles, clusters, k_tiles)
                 assert (work, k) not in covered
                 covered[(work, k)] = c
             if first > 0:
-                assert i == 0, "a writer's piece is the first of its run"
+                reducer, slot = sched.piece_writer(c, clusters, work, k_tiles)
+                tile = work - dp
+                assert slot not in written and tile * slots_per_tile <= slot < (tile + 1) * slots_per_tile
+                written[slot] = (work, reducer)
             elif count < k_tiles:
                 assert i == len(pieces) - 1, "a reducer's piece is the last of its run"
+                reducer_of[work] = c
     assert set(covered) == {(w, k) for w in range(dp, cluster_tiles) for k in range(k_tiles)}
     for work in range(dp, cluster_tiles):
-        start = (work - dp) * k_tiles
-        reducer = sched.run_owner(start, clusters, k_tiles)
-        last = sched.run_owner(start + k_tiles - 1, clusters, k_tiles)
-        assert reducer == covered[(work, 0)] and last == covered[(work, k_tiles - 1)]
-        # The reducer adds the slots of runs reducer + 1 .. last: exactly the tile's other pieces.
-        assert {covered[(work, k)] for k in range(k_tiles)} == set(range(reducer, last + 1))
-    plan = StreamKPlan(dp, cluster_tiles - dp, clusters)
-    assert plan.workspace_sizes(2, 128, 256, 8) == (
-        (clusters * 2 * 128 * 256, clusters * 2 * 8) if cluster_tiles > dp else (1, 1))
+        first_slot, writers = sched.tile_writers(work, clusters, k_tiles)
+        mine = {s for s, (w, _) in written.items() if w == work}
+        assert mine == set(range(first_slot, first_slot + writers)), work
+        assert all(written[s][1] == reducer_of[work] for s in mine)
+    assert plan.workspace_sizes(1, 128, 256, 8)[0] == plan.split_tiles * slots_per_tile * 128 * 256
 
 
 def test_stream_k_plan_shares_out_a_short_last_wave():
@@ -322,7 +329,11 @@ def test_stream_k_plan_shares_out_a_short_last_wave():
     assert stream_k_plan(132, 66, 64).split_tiles == 0
     assert stream_k_plan(70, 66, 1).split_tiles == 0
     # Fewer shared k-tiles than clusters would leave runs empty (a reducer would wait for them).
-    assert stream_k_plan(70, 66, 3).split_tiles == 0
+    from kernelscope.kernels.split_k_plan import stream_k_share_out
+    assert stream_k_share_out(70, 66, 3).split_tiles == 0
+    assert stream_k_share_out(70, 66, 3, "heads").split_tiles == 0
+    # Just enough: 2 tiles x 33 k-tiles for 66 runs: heads of 1 k-tile, 64 helpers for 64 tail k-tiles.
+    assert stream_k_share_out(2, 66, 33, "heads").split_tiles == 2
     assert stream_k_plan(70, 66, 17).split_tiles == 4
 
 
@@ -331,6 +342,10 @@ def test_stream_k_excludes_the_other_splits_and_compiles():
         gemm.resolve_config(gemm.GemmConfig(stream_k=True, tail_split=True))
     with pytest.raises(gemm.ConfigRejected):
         gemm.resolve_config(gemm.GemmConfig(stream_k=True, splits=2))
+    with pytest.raises(gemm.ConfigRejected, match="stream_k_layout"):
+        gemm.resolve_config(gemm.GemmConfig(stream_k=True, stream_k_layout="tiles"))
+    heads = gemm.compile_gemm({"stream_k": True, "stream_k_layout": "heads", "epi_n": 64})
+    assert {"STG", "LDG"} <= opcodes(heads.sass)
     ck = gemm.compile_gemm({"stream_k": True, "epi_n": 64}, {"M": 8192, "N": 4096, "K": 4096})
     ops = opcodes(ck.sass)
     # The partial sums go through global memory (stores and loads of the exchange) and the
@@ -346,9 +361,17 @@ def test_stream_k_where_the_last_wave_was_measured_to_gain():
     def picked(M, N, K):
         c = gemm.heuristic_config({"M": M, "N": N, "K": K}, 132)
         return c.stream_k, c.tail_split
+    def layout(M, N, K):
+        return gemm.heuristic_config({"M": M, "N": N, "K": K}, 132).stream_k_layout
+    for shape in [(8192, 8192, 8192), (8192, 8192, 4096), (8192, 4096, 11008), (8192, 4096, 14336),
+                  (4096, 8192, 16384), (8192, 4096, 8192)]:
+        assert picked(*shape) == (True, False), shape
+    # The heads layout only over >= 200 k-tiles (measured ahead at 224 and 256, level at 172,
+    # behind at 128 and below).
+    assert [layout(8192, 4096, 14336), layout(4096, 8192, 16384)] == ["heads", "heads"]
+    assert [layout(8192, 4096, 11008), layout(8192, 4096, 8192), layout(8192, 8192, 8192)] == ["runs"] * 3
     for shape in [(8192, 8192, 8192), (8192, 8192, 4096), (8192, 4096, 11008), (8192, 4096, 14336),
                   (4096, 8192, 16384)]:
-        assert picked(*shape) == (True, False), shape
         c = gemm.heuristic_config(dict(zip("MNK", shape)), 132)
         assert gemm.split_plan(c, *shape, 66).split_tiles > 0
     for shape in [(4096, 4096, 4096), (4096, 4096, 8192), (6144, 4096, 8192), (8192, 11008, 4096),

@@ -118,6 +118,11 @@ def test_spec_launch_writes_out():
     ({"stream_k": True, "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
     # ... a suite shape: 58 shared tiles of 256, runs of ~56 k-tiles over two tiles each.
     ({"stream_k": True, "epi_n": 64}, 4096, 4096, 4096),
+    # The heads layout: 4 heads of 1 k-tile, 62 helpers over the 4 tails of 31 (16-17 writers a tile).
+    pytest.param({"stream_k": True, "stream_k_layout": "heads", "epi_n": 64}, 2560, 1792, 2000, marks=FAST),
+    # ... partial tiles, a 1x2 cluster; and 4096^3: 58 heads of 56 k-tiles, 8 helpers over the tails.
+    ({"stream_k": True, "stream_k_layout": "heads", "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
+    ({"stream_k": True, "stream_k_layout": "heads", "epi_n": 64}, 4096, 4096, 4096),
 ])
 def test_split_k(config, M, N, K):
     """Slices of K reduced in-kernel. Launched twice from one launcher: the second launch

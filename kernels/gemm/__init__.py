@@ -18,7 +18,7 @@ CTA = 1 producer warpgroup + 1 or 2 consumer warpgroups.
   heuristic uses it for few tiles over a long K, and the tail plan where it cuts the last wave.
 - Stream-K (config `stream_k`): the last partial wave's tiles shared out as one equal run of
   k-tiles per cluster (kernels/split_k_plan.py); the heuristic takes it where the last wave is
-  about half full, or three quarters full over a long K (_stream_k_pays).
+  about half full, or three quarters full over a long K (_stream_k_layout).
 - The per-shape heuristic (`heuristic_config`, what run/profile/the gate/the benchmark launch)
   picks the tile, the cluster, the epilogue subtile width and the split plan; its numbers are
   in kernels/gemm/NOTES.md.
@@ -43,7 +43,7 @@ from kernelscope.kernels.cute_build import (
     gpu_available,
     launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
-from kernelscope.kernels.split_k_plan import SplitPlan, StreamKPlan, plan, stream_k_plan
+from kernelscope.kernels.split_k_plan import STREAM_K_LAYOUTS, SplitPlan, StreamKPlan, plan, stream_k_plan
 from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
@@ -74,7 +74,7 @@ class GemmConfig(PersistentGemmConfig):
     splits: int = 1                    # split-K: every tile cut into this many slices of K
     tail_split: bool = False           # split-K of the last partial wave's tiles only
     stream_k: bool = False             # the last partial wave shared out as equal runs of k-tiles
-                                       # (all three: kernels/split_k_plan.py)
+    stream_k_layout: str = "runs"      # how: "runs" or "heads" (all four: kernels/split_k_plan.py)
     a_load_hint: str = "none"          # L2 eviction hint of the A (B) loads: none (no hint), normal,
     b_load_hint: str = "none"          # first or last (kernels/sm90/pipeline.py, L2_POLICY)
 
@@ -120,6 +120,9 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
             raise ConfigRejected(f"{name} must be one of {', '.join(LOAD_HINTS)}, got {getattr(cfg, name)!r}")
     if cfg.stream_k not in (True, False):
         raise ConfigRejected(f"stream_k must be true or false, got {cfg.stream_k!r}")
+    if cfg.stream_k_layout not in STREAM_K_LAYOUTS:
+        raise ConfigRejected(f"stream_k_layout must be one of {', '.join(STREAM_K_LAYOUTS)}, "
+                             f"got {cfg.stream_k_layout!r}")
     if sum((cfg.splits > 1, cfg.tail_split, cfg.stream_k)) > 1:
         raise ConfigRejected("splits > 1 (every tile), tail_split and stream_k (the last wave's tiles) "
                              "exclude each other")
@@ -216,7 +219,7 @@ def split_plan(cfg: GemmConfig, M: int, N: int, K: int, clusters: int) -> SplitP
     cm, cn = cfg.cluster
     cluster_tiles = math.ceil(math.ceil(M / cfg.tile_m) / cm) * math.ceil(math.ceil(N / cfg.tile_n) / cn)
     if cfg.stream_k:
-        return stream_k_plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k))
+        return stream_k_plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k), cfg.stream_k_layout)
     return plan(cluster_tiles, clusters, math.ceil(K / cfg.tile_k), cfg.splits, cfg.tail_split, MAX_SPLITS,
                 cluster_ctas=cm * cn, tile_k=cfg.tile_k)
 
@@ -330,29 +333,39 @@ def _tail_wave_cost(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) ->
     return math.ceil(tail.split_tiles * tail.slices / clusters) / tail.slices
 
 
-def _stream_k_pays(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) -> bool:
+def _stream_k_layout(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) -> str | None:
     """Stream-K (kernels/split_k_plan.py) where it was measured faster than the whole last wave
-    and the tail plan: a last wave at most 60 % full, or at most 78 % full over >= 128 k-tiles.
-    H200, timed in turns against cuBLAS, stream-K against the heuristic's config before it
-    (results/gemm-h200-stream-k-*-paired.json.xz; last wave's fill, k-tiles):
-    52 %: 8192^3 1.046-1.047 against 1.032-1.034 (tail plan), 8192x8192x4096 1.038 against 1.023;
-    76 %: 8192x4096x11008 1.004 against 0.999-1.000, 8192x4096x14336 1.002-1.004 against 0.999,
-    4096x8192x16384 1.002 against 0.998, but 8192x4096x4096 (64 k-tiles) 1.000 against 1.001-1.002;
-    15 %: 8192x14336x4096 1.009-1.010 against the tail plan's 1.008-1.009 (left to the tail plan).
-    Nearly full last waves lose, more so over a longer K: 82 % 0.977 against 1.000 (6144x4096x8192),
-    85 % 0.98-0.99 of the whole wave (8192x11008x4096), 88 % 0.970-0.972 (4096^3) and 0.944
-    (4096x4096x8192): presumably the runs, each at its own k offset, no longer read the same A and B
-    k-tiles at the same time as their neighbours, as the whole-tile waves do."""
+    and the tail plan, in the layout measured best there; None elsewhere. H200, timed in turns
+    against cuBLAS (results/gemm-h200-stream-k-*-paired.json.xz; last wave's fill, k-tiles):
+    - "runs" at a last wave between a quarter and 60 % full: 52 %: 8192^3 1.044-1.047 against
+      1.032-1.034 with the tail plan, 8192x8192x4096 1.038-1.039 against 1.023 (heads 1.034-1.043);
+      and at most 78 % full over >= 128 k-tiles: 76 %: 8192x4096x11008 1.003-1.004 against
+      0.999-1.000 whole, 8192x4096x8192 1.006 (heads 0.994), but 8192x4096x4096 (64 k-tiles) 1.000
+      against 1.001-1.002 whole.
+    - "heads" over >= 200 k-tiles at 60-78 %: 76 %: 8192x4096x14336 1.009 (twice) against 1.002-1.004
+      with runs, 4096x8192x16384 1.011 against 1.001 (8192x4096x11008, 172 k-tiles: 1.004 against
+      1.003). Over fewer k-tiles the helpers' many short pieces cost more than the heads gain
+      (4096^3 0.841, 8192x4096x4096 0.966).
+    15 %: 8192x14336x4096 is left to the tail plan (1.008-1.009; stream-K 1.009-1.010).
+    Nearly full last waves lose in either layout: 82 % 0.977-0.980 against 1.000 (6144x4096x8192),
+    85 % 0.98-0.99 of the whole wave (8192x11008x4096), 88 % 0.970-0.972 (4096^3) and 0.944-0.946
+    (4096x4096x8192): kernelscope's diff of the runs against the whole wave at 4096x4096x8192 shows
+    1.9x the DRAM reads (runs at their own k offsets no longer share A and B k-tiles through L2
+    with their neighbours, as a whole-tile wave does; kernels/gemm/NOTES.md, v7)."""
     if K is None:
-        return False
+        return None
     cm, cn = cfg.cluster
     clusters = sms // (cm * cn)
     cluster_tiles = math.ceil(math.ceil(M / cfg.tile_m) / cm) * math.ceil(math.ceil(N / cfg.tile_n) / cn)
     k_tiles = math.ceil(int(K) / cfg.tile_k)
     if cluster_tiles <= clusters or stream_k_plan(cluster_tiles, clusters, k_tiles).split_tiles == 0:
-        return False
+        return None
     fill = (cluster_tiles % clusters) / clusters
-    return 0.25 <= fill <= 0.60 or (fill <= 0.78 and k_tiles >= 128)
+    if 0.25 <= fill <= 0.60:
+        return "runs"
+    if 0.60 < fill <= 0.78 and k_tiles >= 128:
+        return "heads" if k_tiles >= 200 else "runs"
+    return None
 
 
 def _long_k_splits(tiles: int, k_tiles: int, sms: int) -> int:
@@ -416,7 +429,8 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
 
     big = GemmConfig(epi_n=_WHOLE_TILE_EPI_N)
     several_tiles_per_cta = math.ceil(M / 128) * math.ceil(N / 256) > sms
-    stream_k = several_tiles_per_cta and _stream_k_pays(big, M, N, shape.get("K"), sms)
+    layout = _stream_k_layout(big, M, N, shape.get("K"), sms) if several_tiles_per_cta else None
+    stream_k = layout is not None
     tail_wave = (_tail_wave_cost(big, M, N, shape.get("K"), sms)
                  if several_tiles_per_cta and not stream_k else None)
     if stream_k:
@@ -428,7 +442,7 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     if cost(256, 1.0, tail_wave) <= cost(128, _SMALL_TILE_EFFICIENCY):
         if several_tiles_per_cta:
             return dataclasses.replace(big, tail_split=tail_wave is not None and not stream_k,
-                                       stream_k=stream_k)
+                                       stream_k=stream_k, stream_k_layout=layout or "runs")
         return GemmConfig()
     return GemmConfig(tile_m=128, tile_n=128, cluster=(2, 1))
 

@@ -42,6 +42,7 @@ class HopperGemm(WarpSpecializedGemm):
                         if cfg.split_k_capable() and not cfg.stream_k else None)
         # Stream-K capable: which tiles are shared out is decided per launch (split_from).
         self.stream_k = StreamKExchange(self.consumer_threads, self.cluster_size) if cfg.stream_k else None
+        self.stream_k_layout = cfg.stream_k_layout if cfg.stream_k else False
         self.epilogue = TmaStoreEpilogue(
             self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
             consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE)
@@ -68,7 +69,7 @@ class HopperGemm(WarpSpecializedGemm):
             # Not passed on: the kernel of a variant without split-K has no such parameters.
             split_from, slices = None, None
         tiles_m, tiles_n, clusters = self.persistent_grid(mC, max_clusters, split_from, slices,
-                                                          stream_k=self.stream_k is not None)
+                                                          stream_k=self.stream_k_layout)
 
         self.storage = self.shared_storage(sA_layout, sB_layout, self.c_dtype, sC_layout)
         self.launch(self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, tiled_mma,
@@ -94,7 +95,7 @@ class HopperGemm(WarpSpecializedGemm):
         sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
         gA, gB, gC, k_tiles = self.global_tiles(mA, mB, mC)
         sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices,
-                              stream_k=self.stream_k is not None)
+                              stream_k=self.stream_k_layout)
 
         if warp_idx < self.PRODUCER_WARPS:
             # A multicasts to the CTAs of this cluster row (same cta_x), B to its column.
@@ -148,38 +149,28 @@ class HopperGemm(WarpSpecializedGemm):
                                          gC[(None, None, tm, tn)], warp_idx)
             work += num_clusters
         if cutlass.const_expr(self.stream_k is not None):
-            # The run of the shared tiles' k-tiles (kernels/split_k_plan.py), piece by piece: a
-            # piece that starts inside its tile is written for the tile's reducer (which holds
-            # the tile's first k-tile); a piece from the first k-tile adds the others' and stores.
-            # A writer raises the reducer's counter only before its own next wait or at the end
-            # of its run, so its partial sums drain to memory under its next piece's mainloop
-            # instead of stalling it (the reducer reaches its wait at the end of its run anyway).
+            # This cluster's run over the shared tiles (kernels/sm90/tile_scheduler.py), piece by
+            # piece: a piece from its tile's first k-tile reduces the tile and stores it, any other
+            # piece is written for that reducer.
             pos, end = sched.shared_run(cluster_id, num_clusters, k_tiles)
-            unsignalled = cutlass.Int32(-1)       # the reducer this run still owes a signal
             while pos < end:
-                piece, k_first, k_count = sched.shared_segment(pos, end, k_tiles)
+                piece, k_first, k_count = sched.shared_segment(cluster_id, num_clusters, pos, end, k_tiles)
                 tm, tn = sched.tile_of_cta(piece, cta_x, cta_y)
                 position = self.accumulate(tiled_mma, acc, tCrA, tCrB, ring, position, k_count,
                                            signals, dst)
-                tile_start = pos - k_first
+                # CTAs of an edge cluster past the output have nothing to hand on or add.
                 if k_first > 0:
-                    # CTAs of an edge cluster past the output have nothing to hand on.
                     if tm < tiles_m and tn < tiles_n:
-                        self.stream_k.write(acc, partials, cluster_id, cta_rank, ctidx)
-                        unsignalled = sched.run_owner(tile_start, num_clusters, k_tiles)
+                        reducer, slot = sched.piece_writer(cluster_id, num_clusters, piece, k_tiles)
+                        self.stream_k.write(acc, partials, counters, slot, reducer, cta_rank, ctidx, lane)
                 else:
-                    if unsignalled >= 0:
-                        self.stream_k.signal(counters, unsignalled, cta_rank, ctidx, lane)
-                        unsignalled = cutlass.Int32(-1)
                     if k_count < k_tiles and tm < tiles_m and tn < tiles_n:
-                        writers = sched.run_owner(tile_start + k_tiles - 1, num_clusters, k_tiles) - cluster_id
-                        self.stream_k.reduce(acc, partials, counters, cluster_id, writers, cta_rank,
-                                             ctidx, lane)
+                        first_slot, writers = sched.tile_writers(piece, num_clusters, k_tiles)
+                        self.stream_k.reduce(acc, partials, counters, cluster_id, first_slot, writers,
+                                             cta_rank, ctidx, lane)
                     self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
                                              gC[(None, None, tm, tn)], warp_idx)
                 pos += k_count
-            if unsignalled >= 0:
-                self.stream_k.signal(counters, unsignalled, cta_rank, ctidx, lane)
         self.epilogue.drain(warp_idx)
 
     @cute.jit

@@ -232,7 +232,7 @@ def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB
         # The run of the shared tiles' k-tiles, piece by piece (the consumers walk it alike).
         pos, end = sched.shared_run(first_work, work_stride, k_tiles)
         while pos < end:
-            piece, k_first, k_count = sched.shared_segment(pos, end, k_tiles)
+            piece, k_first, k_count = sched.shared_segment(first_work, work_stride, pos, end, k_tiles)
             tm, tn = sched.tile_of_cta(piece, cta_m, cta_n)
             for i in range(k_count):
                 stage = position.index

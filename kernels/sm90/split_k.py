@@ -70,48 +70,47 @@ class SplitKExchange:
 
 
 class StreamKExchange:
-    """Device side of stream-K (kernels/split_k_plan.py): a run that starts inside a tile writes
-    its partial sums to its own slot (`write`) and later raises the counter of the tile's reducer,
-    the run that holds the tile's first k-tile (`signal`, which the caller issues before any wait
-    of its own, so every wait ends); the reducer adds the writers' slots (`reduce`). Slot and
-    counter of CTA `rank` of cluster `c`: c * cluster_ctas + rank (a run writes and reduces at most
-    once each). Same per-warp protocol and slot layout as SplitKExchange."""
+    """Device side of stream-K (kernels/split_k_plan.py; the layouts of the runs are the
+    scheduler's, kernels/sm90/tile_scheduler.py): a writer piece stores its partial sums in its
+    slot and raises the counter of its tile's reducer, the run holding the tile's first k-tile,
+    which adds the tile's slots. Writers never wait, so every wait ends. Slot s of CTA `rank`:
+    s * cluster_ctas + rank; counter of run c's CTA `rank`: c * cluster_ctas + rank (a run reduces
+    at most once). Same per-warp protocol and slot layout as SplitKExchange."""
 
     def __init__(self, consumer_threads: int, cluster_ctas: int):
         self.consumer_threads = consumer_threads
         self.consumer_warps = consumer_threads // 32
         self.cluster_ctas = cluster_ctas
 
-    def _counter(self, counters, cluster, cta_rank, consumer_tidx):
-        return counters.iterator + ((cluster * self.cluster_ctas + cta_rank) * self.consumer_warps
+    def _counter(self, counters, run, cta_rank, consumer_tidx):
+        return counters.iterator + ((run * self.cluster_ctas + cta_rank) * self.consumer_warps
                                     + consumer_tidx // 32)
 
-    @cute.jit
-    def write(self, acc: cute.Tensor, partials: cute.Tensor, cluster, cta_rank, consumer_tidx):
-        """Store this run's piece of a tile in its slot; `signal` publishes it later."""
-        n = cute.size(acc)
-        threads = self.consumer_threads
-        slot = cluster * self.cluster_ctas + cta_rank
-        out = partials.iterator + (slot * (n * threads) + consumer_tidx)
-        for v in cutlass.range(n, unroll_full=True):
-            cute.arch.store(out + v * threads, acc[v], cop="cg")
+    def _slot(self, partials, slot, cta_rank, n, consumer_tidx):
+        return partials.iterator + ((slot * self.cluster_ctas + cta_rank) * (n * self.consumer_threads)
+                                    + consumer_tidx)
 
     @cute.jit
-    def signal(self, counters: cute.Tensor, reducer, cta_rank, consumer_tidx, lane):
-        """Publish the stores of `write` to run `reducer` (fences them first)."""
+    def write(self, acc: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor, slot, reducer,
+              cta_rank, consumer_tidx, lane):
+        """Store this piece in `slot` and signal run `reducer`."""
+        n = cute.size(acc)
+        threads = self.consumer_threads
+        out = self._slot(partials, slot, cta_rank, n, consumer_tidx)
+        for v in cutlass.range(n, unroll_full=True):
+            cute.arch.store(out + v * threads, acc[v], cop="cg")
         _signal(self._counter(counters, reducer, cta_rank, consumer_tidx), lane)
 
     @cute.jit
-    def reduce(self, acc: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor, cluster,
-               writers, cta_rank, consumer_tidx, lane):
-        """Add the pieces of runs cluster + 1 .. cluster + writers into `acc`."""
+    def reduce(self, acc: cute.Tensor, partials: cute.Tensor, counters: cute.Tensor, run,
+               first_slot, writers, cta_rank, consumer_tidx, lane):
+        """Wait for `writers` signals to run `run`, then add slots first_slot .. + writers - 1."""
         n = cute.size(acc)
         threads = self.consumer_threads
-        counter = self._counter(counters, cluster, cta_rank, consumer_tidx)
+        counter = self._counter(counters, run, cta_rank, consumer_tidx)
         _await(counter, writers)
         for w in range(writers):
-            slot = (cluster + 1 + w) * self.cluster_ctas + cta_rank
-            src = partials.iterator + (slot * (n * threads) + consumer_tidx)
+            src = self._slot(partials, first_slot + w, cta_rank, n, consumer_tidx)
             for v in cutlass.range(n, unroll_full=True):
                 acc[v] = acc[v] + cute.arch.load(src + v * threads, cutlass.Float32, cop="cg")
         _reset(counter, lane)

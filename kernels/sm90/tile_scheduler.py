@@ -62,7 +62,7 @@ class TileScheduler:
     """Device-side view of a persistent schedule over a (tiles_m x tiles_n) grid of output tiles."""
 
     def __init__(self, policy: SchedulePolicy, tiles_m, tiles_n, split_from=None, slices=None,
-                 stream_k: bool = False):
+                 stream_k: bool | str = False):
         self.policy = policy
         cm, cn = policy.cluster_mn
         # Cluster tiles: partial clusters at the edge still run as a whole cluster (multicast
@@ -80,6 +80,9 @@ class TileScheduler:
             self.num_work = split_from + (self.num_work - split_from) * slices
         # Stream-K (kernels/split_k_plan.py): the work items are the whole tiles before
         # `split_from`; the `shared_tiles` after them are walked as runs of k-tiles (shared_run).
+        # stream_k: False, or the layout of the runs ("runs" or "heads"; True means "runs").
+        if stream_k is True:
+            stream_k = "runs"
         self.stream_k = stream_k
         self.shared_tiles = None
         if stream_k:
@@ -167,19 +170,57 @@ class TileScheduler:
             first, count = cute.arch.make_warp_uniform(first), cute.arch.make_warp_uniform(count)
         return first, count
 
-    # -- stream-K: the shared tiles' k-tiles in one row (tile by tile), cut into equal runs ------
-    def shared_run(self, cluster, clusters, k_tiles):
-        """(first, end) positions of cluster `cluster`'s run among the shared tiles' k-tiles
-        (position p: k-tile p % k_tiles of shared tile p // k_tiles)."""
-        total = self.shared_tiles * k_tiles
-        return cluster * total // clusters, (cluster + 1) * total // clusters
+    # -- stream-K: the shared tiles' k-tiles cut into one run per cluster (kernels/split_k_plan.py) --
+    # Two layouts, both with runs of (nearly) equal length:
+    # - "runs": the shared tiles' k-tiles in one row, tile by tile, cut into equal runs. A run's
+    #   first piece may end a tile, its last piece may start one.
+    # - "heads": run t < T (T shared tiles) takes tile t's first L = T x k_tiles // clusters
+    #   k-tiles, all heads in step (as a whole-tile wave reads); the other clusters, the helpers,
+    #   share the tiles' tails (k-tiles L .. k_tiles - 1) in one row, cut into equal runs.
+    # A piece that starts at k-tile 0 is its tile's reducer; every other piece is a writer with
+    # a slot of its own, tile-major: slot = tile x max_writers + its rank among the tile's writers.
+    def _layout(self, clusters, k_tiles):
+        """(head length L, the row's tile stride, its first k-tile, its runs, its first run)."""
+        T = self.shared_tiles
+        if self.stream_k == "heads":
+            head = T * k_tiles // clusters
+            return head, k_tiles - head, head, clusters - T, T
+        return 0, k_tiles, 0, clusters, 0
 
-    def shared_segment(self, pos, end, k_tiles):
+    def _row_owner(self, q, clusters, k_tiles):
+        """The run (counted from the row's first) whose part of the row holds row position q."""
+        _, stride, _, runs, _ = self._layout(clusters, k_tiles)
+        return ((q + 1) * runs - 1) // (self.shared_tiles * stride)
+
+    def max_writers(self, clusters, k_tiles):
+        """An upper bound on the writer pieces of one tile (the slots it owns)."""
+        _, stride, _, runs, _ = self._layout(clusters, k_tiles)
+        shortest = cutlass.max(self.shared_tiles * stride // runs, 1)
+        return (stride + shortest - 1) // shortest + 1
+
+    def shared_run(self, cluster, clusters, k_tiles):
+        """(first, end): cluster `cluster`'s run, as positions of the row (a head's: of its tile)."""
+        head, stride, _, runs, first_run = self._layout(clusters, k_tiles)
+        total = self.shared_tiles * stride
+        r = cutlass.max(cluster - first_run, 0)
+        first, end = r * total // runs, (r + 1) * total // runs
+        if self.stream_k == "heads":
+            is_head = cluster < first_run
+            first, end = _select(is_head, 0, first), _select(is_head, head, end)
+        return first, end
+
+    def shared_segment(self, cluster, clusters, pos, end, k_tiles):
         """The piece of a run from `pos` (before `end`) inside one tile: (its work index, first
         k-tile, number of k-tiles)."""
-        tile = pos // k_tiles
-        first = pos - tile * k_tiles
-        count = cutlass.min(k_tiles - first, end - pos)
+        _, stride, row_k, _, first_run = self._layout(clusters, k_tiles)
+        tile = pos // stride
+        within = pos - tile * stride
+        first = row_k + within
+        count = cutlass.min(stride - within, end - pos)
+        if self.stream_k == "heads":
+            is_head = cluster < first_run
+            tile, first, count = (_select(is_head, cluster, tile), _select(is_head, pos, first),
+                                  _select(is_head, end - pos, count))
         if not isinstance(count, int):
             import cutlass.cute as cute
             # Warp-uniform, as in k_slice: the mainloop's stage arithmetic stays on the uniform
@@ -187,10 +228,32 @@ class TileScheduler:
             first, count = cute.arch.make_warp_uniform(first), cute.arch.make_warp_uniform(count)
         return self.num_work + tile, first, count
 
-    def run_owner(self, pos, clusters, k_tiles):
-        """The cluster whose run holds position `pos`: the last c with c * total // clusters <= pos."""
-        total = self.shared_tiles * k_tiles
-        return ((pos + 1) * clusters - 1) // total
+    def _tile_writers(self, tile, clusters, k_tiles):
+        """(first writer run, last writer run) of shared tile `tile` (counted from 0)."""
+        _, stride, _, _, first_run = self._layout(clusters, k_tiles)
+        first = self._row_owner(tile * stride, clusters, k_tiles)
+        last = self._row_owner((tile + 1) * stride - 1, clusters, k_tiles)
+        # "runs": the run holding the tile's first k-tile is its reducer, the writers come after
+        # it; "heads": the whole row part of the tile (its tail) is written by helpers.
+        if self.stream_k == "runs":
+            first = first + 1
+        return first_run + first, first_run + last
+
+    def piece_writer(self, cluster, clusters, work, k_tiles):
+        """For a writer piece of cluster `cluster` in tile `work`: (the reducer's run, the slot)."""
+        tile = work - self.num_work
+        first_writer, _ = self._tile_writers(tile, clusters, k_tiles)
+        if self.stream_k == "heads":
+            reducer = tile
+        else:
+            reducer = self._row_owner(tile * k_tiles, clusters, k_tiles)
+        return reducer, tile * self.max_writers(clusters, k_tiles) + cluster - first_writer
+
+    def tile_writers(self, work, clusters, k_tiles):
+        """For the reducer of tile `work`: (its first slot, the number of writers)."""
+        tile = work - self.num_work
+        first_writer, last_writer = self._tile_writers(tile, clusters, k_tiles)
+        return tile * self.max_writers(clusters, k_tiles), last_writer - first_writer + 1
 
     def _morton_tile(self, work):
         g = self.policy.group

@@ -48,7 +48,7 @@ class WarpSpecializedGemm:
         return tma_a, tA, tma_b, tB
 
     def persistent_grid(self, mC: cute.Tensor, max_clusters, split_from=None, slices=None,
-                        stream_k: bool = False):
+                        stream_k: bool | str = False):
         """(tiles_m, tiles_n, clusters to launch): the output tiles, and as many clusters as there
         is work (with split-K, `slices` items per cluster tile from `split_from` on), at most
         `max_clusters` (those resident at once), at least one. With stream-K tiles to share out,

@@ -10,9 +10,10 @@ Two plans:
   the number of slices that fills the last wave best (at most one slice per k-tile), so the last
   wave takes a fraction of a tile's time. The full waves run unchanged.
 - **stream-K** (`stream_k`): the same full waves, and the last wave's tiles shared out over every
-  cluster as one run of k-tiles each, of equal length, read across tile boundaries. Each cluster
-  writes at most one partial sum (where its run starts inside a tile) instead of the tail plan's
-  slices - 1 per tile, which is what kept the tail plan off where the last wave is nearly full.
+  cluster as one run of k-tiles each, of (nearly) equal length (layouts "runs" and "heads",
+  kernels/sm90/tile_scheduler.py). About one partial sum per cluster crosses memory instead of the
+  tail plan's slices - 1 per tile, which is what kept the tail plan off where the last wave is
+  nearly full.
 """
 
 from __future__ import annotations

@@ -338,10 +338,11 @@ def _stream_k_layout(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) -
     and the tail plan, in the layout measured best there; None elsewhere. H200, timed in turns
     against cuBLAS (results/gemm-h200-stream-k-*-paired.json.xz; last wave's fill, k-tiles):
     - "runs" at a last wave between a quarter and 60 % full: 52 %: 8192^3 1.044-1.047 against
-      1.032-1.034 with the tail plan, 8192x8192x4096 1.038-1.039 against 1.023 (heads 1.034-1.043);
-      and at most 78 % full over >= 128 k-tiles: 76 %: 8192x4096x11008 1.003-1.004 against
-      0.999-1.000 whole, 8192x4096x8192 1.006 (heads 0.994), but 8192x4096x4096 (64 k-tiles) 1.000
-      against 1.001-1.002 whole.
+      1.032-1.034 with the tail plan (heads 1.043-1.044), 8192x8192x4096 1.038-1.039 against 1.023
+      (heads 1.034); and at most 78 % full over >= 128 k-tiles: 76 %: 8192x4096x11008 (172)
+      1.003-1.004 against 0.999-1.000 whole, but 8192x4096x4096 (64) 1.000 against 1.001-1.002
+      whole. The 128 k-tile threshold lies between those two and is not measured against the whole
+      wave: 8192x4096x8192 (128) took 1.006 with runs (heads 0.994).
     - "heads" over >= 200 k-tiles at 60-78 %: 76 %: 8192x4096x14336 1.009 (twice) against 1.002-1.004
       with runs, 4096x8192x16384 1.011 against 1.001 (8192x4096x11008, 172 k-tiles: 1.004 against
       1.003). Over fewer k-tiles the helpers' many short pieces cost more than the heads gain

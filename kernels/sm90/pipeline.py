@@ -222,11 +222,7 @@ def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB
     while work < sched.num_work:
         tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
         k_first, k_count = sched.k_slice(work, k_tiles)
-        for i in range(k_count):
-            stage = position.index
-            ring.producer_acquire(stage, position.phase)
-            _load_stage(ring, stage, (tm, k_first + i), (tn, k_first + i), a_side, b_side)
-            position.advance()
+        position = _fill_stages(ring, position, tm, tn, k_first, k_count, a_side, b_side)
         work += work_stride
     if cutlass.const_expr(sched.stream_k):
         # The run of the shared tiles' k-tiles, piece by piece (the consumers walk it alike).
@@ -234,10 +230,18 @@ def produce_ab_tiles(ring: TmaRing, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB
         while pos < end:
             piece, k_first, k_count = sched.shared_segment(first_work, work_stride, pos, end, k_tiles)
             tm, tn = sched.tile_of_cta(piece, cta_m, cta_n)
-            for i in range(k_count):
-                stage = position.index
-                ring.producer_acquire(stage, position.phase)
-                _load_stage(ring, stage, (tm, k_first + i), (tn, k_first + i), a_side, b_side)
-                position.advance()
+            position = _fill_stages(ring, position, tm, tn, k_first, k_count, a_side, b_side)
             pos += k_count
     ring.producer_drain(position)
+
+
+@cute.jit
+def _fill_stages(ring: TmaRing, position: RingPosition, tm, tn, k_first, k_count, a_side, b_side):
+    """Load k-tiles k_first .. k_first + k_count - 1 of output tile (tm, tn) into the next
+    k_count ring stages; returns the ring position after them."""
+    for i in range(k_count):
+        stage = position.index
+        ring.producer_acquire(stage, position.phase)
+        _load_stage(ring, stage, (tm, k_first + i), (tn, k_first + i), a_side, b_side)
+        position.advance()
+    return position

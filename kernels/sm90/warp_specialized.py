@@ -57,7 +57,7 @@ class WarpSpecializedGemm:
         tiles_n = (mC.shape[1] + self.tile_mnk[1] - 1) // self.tile_mnk[1]
         sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices, stream_k)
         clusters = cutlass.max(cutlass.min(sched.num_work, max_clusters), 1)
-        if cutlass.const_expr(stream_k):
+        if stream_k:
             clusters = cutlass.Int32(cutlass.select_(sched.shared_tiles > 0, max_clusters, clusters))
         return tiles_m, tiles_n, clusters
 

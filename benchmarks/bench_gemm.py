@@ -12,7 +12,6 @@ ratio with a 95% bootstrap interval: a clock drift hits both launches of a round
 The config per shape is kernelscope.kernels.gemm.heuristic_config unless --config is given.
 """
 
-import dataclasses
 import json
 import os
 import sys
@@ -50,7 +49,9 @@ def main(args, argv, torch, dev):
                                  if args.config else gemm.heuristic_config(shape, dev.multi_processor_count)]
         if args.over_heuristic and not configs:
             base = candidates[0]
-            candidates = [base] + [dataclasses.replace(base, **change) for change in json.loads(args.over_heuristic)]
+            # Through from_mapping, so JSON lists become the config's pairs (cluster).
+            candidates = [base] + [gemm.GemmConfig.from_mapping({**base.to_dict(), **change})
+                                   for change in json.loads(args.over_heuristic)]
         for cfg, row, passes in gemm_configs_vs_cublas(torch, shape, tdt, candidates, gemm.bind_gemm,
                                                        gemm.ConfigRejected, args.rep_ms, args.paired):
             row["stages"] = gemm.resolve_config(cfg).stages

@@ -16,6 +16,7 @@ VARIANTS = [
     ({}, "bfloat16", True),                                                    # default 128x256, 2x1
     ({"a_major": "m", "b_major": "k", "out_dtype": "float32", "cluster": (1, 2)}, "float16", False),
     ({"tile_m": 64, "tile_n": 128, "consumer_wgs": 1, "cluster": (1, 1), "raster": "row"}, "float16", True),
+    ({"tile_m": 256, "tile_n": 128, "cluster": (1, 2)}, "bfloat16", True),      # two m64 atoms a warpgroup
 ]
 
 

@@ -55,6 +55,12 @@ def test_dtypes_and_layouts(dtype, out_dtype, a_major, b_major):
     _check({}, 328, 1096, 840, dtype, out_dtype, a_major, b_major, seed=1)
 
 
+@pytest.mark.parametrize("out_dtype,a_major,b_major", [("float32", "m", "k"), ("float16", "k", "k")])
+def test_two_atom_tile_dtypes_and_layouts(out_dtype, a_major, b_major):
+    # 256x128 tiles (two m64 atoms per warpgroup): 2 x 9 tiles, partial in M, N and K.
+    _check({"tile_m": 256, "tile_n": 128}, 328, 1096, 840, "float16", out_dtype, a_major, b_major, seed=2)
+
+
 @pytest.mark.parametrize("M,N,K", [
     (1, 8, 8),            # a single row, K below one k-tile
     (127, 264, 72),       # partial in all three
@@ -84,6 +90,10 @@ def test_odd_shapes(M, N, K):
     {"epi_stages": 2},
     pytest.param({"tile_n": 64}, marks=FAST),           # the heuristic's pick where 128x128 fills < half a wave
     pytest.param({"a_load_hint": "normal", "b_load_hint": "first"}, marks=FAST),   # L2 hints on the TMA loads
+    # Two m64 atoms per warpgroup: the epilogue stores row blocks of the MMA's height.
+    pytest.param({"tile_m": 256, "tile_n": 128, "cluster": (1, 2)}, marks=FAST),
+    {"tile_m": 256, "tile_n": 128, "epi_n": 64, "epi_stages": 2},
+    {"tile_m": 128, "tile_n": 128, "consumer_wgs": 1, "cluster": (1, 1)},
 ])
 def test_configs(config):
     _check(config, 1000, 3000, 1000, seed=7)
@@ -123,6 +133,9 @@ def test_spec_launch_writes_out():
     # ... partial tiles, a 1x2 cluster; and 4096^3: 58 heads of 56 k-tiles, 8 helpers over the tails.
     ({"stream_k": True, "stream_k_layout": "heads", "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
     ({"stream_k": True, "stream_k_layout": "heads", "epi_n": 64}, 4096, 4096, 4096),
+    # Two m64 atoms per warpgroup: the exchanges move all of a thread's accumulators.
+    ({"stream_k": True, "tile_m": 256, "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
+    ({"splits": 3, "tile_m": 256, "tile_n": 128}, 600, 1000, 2000),
 ])
 def test_split_k(config, M, N, K):
     """Slices of K reduced in-kernel. Launched twice from one launcher: the second launch

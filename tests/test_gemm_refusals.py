@@ -22,7 +22,9 @@ REFUSED_CONFIGS = {
         ({"cluster": (4, 2)}, "cluster"),
         ({"cluster": (3, 1)}, "cluster"),
         ({"consumer_wgs": 3}, "consumer_wgs"),
-        ({"tile_m": 256}, "tile_m"),
+        ({"tile_m": 192}, "tile_m"),
+        ({"tile_m": 256}, "accumulators"),                       # 256x256: 256 per thread
+        ({"tile_m": 128, "consumer_wgs": 1}, "accumulators"),    # 128x256 on one warpgroup
         ({"raster": "diagonal"}, "raster"),
         ({"group": 0}, "group size"),
         ({"epi_n": 48}, "epi_n"),

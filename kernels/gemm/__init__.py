@@ -68,7 +68,7 @@ class GemmConfig(PersistentGemmConfig):
     cluster: tuple[int, int] = (2, 1)  # CTAs per cluster along (M, N)
     raster: str = "column"             # "column" or "row" (kernels/gemm_problem.py, RASTERS)
     group: int = 8                     # raster panel width, in cluster tiles
-    consumer_wgs: int = 2              # 1 or 2 consumer warpgroups (64 rows of the tile each)
+    consumer_wgs: int = 2              # 1 or 2 consumer warpgroups (64 or 128 rows of the tile each)
     epi_n: int = 32                    # epilogue subtile width (columns)
     epi_stages: int | None = None      # None: 4 for 16-bit outputs, 2 for fp32 (capped by subtiles)
     splits: int = 1                    # split-K: every tile cut into this many slices of K
@@ -101,10 +101,11 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
     """Check a config and derive the ring depth; raise ConfigRejected with the reason."""
     if cfg.consumer_wgs not in (1, 2):
         raise ConfigRejected(f"consumer_wgs must be 1 or 2, got {cfg.consumer_wgs}")
-    if cfg.tile_m != 64 * cfg.consumer_wgs:
+    if cfg.tile_m not in (64 * cfg.consumer_wgs, 128 * cfg.consumer_wgs):
         raise ConfigRejected(
-            f"tile_m must be 64 per consumer warpgroup: {64 * cfg.consumer_wgs} with "
-            f"consumer_wgs={cfg.consumer_wgs}, got {cfg.tile_m}")
+            f"tile_m must be 64 or 128 per consumer warpgroup (one or two m64 WGMMA atoms): "
+            f"{64 * cfg.consumer_wgs} or {128 * cfg.consumer_wgs} with consumer_wgs={cfg.consumer_wgs}, "
+            f"got {cfg.tile_m}")
     cfg.check_output_tile()
     if cfg.tile_k != 64:
         raise ConfigRejected(f"tile_k must be 64 (one 128-byte swizzle row of 16-bit data), got {cfg.tile_k}")
@@ -126,11 +127,18 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
     if sum((cfg.splits > 1, cfg.tail_split, cfg.stream_k)) > 1:
         raise ConfigRejected("splits > 1 (every tile), tail_split and stream_k (the last wave's tiles) "
                              "exclude each other")
-    # Registers: each consumer thread holds 64 x tile_n / 128 fp32 accumulators.
+    # Registers: each consumer thread holds tile_m x tile_n / (128 x consumer_wgs) fp32
+    # accumulators, at most 128 (one m64n256 atom's, or two m64n128 atoms').
     if cfg.tile_n > 256:
         raise ConfigRejected("tile_n above 256 does not fit the accumulators in registers")
+    if cfg.tile_m * cfg.tile_n > 64 * 256 * cfg.consumer_wgs:
+        raise ConfigRejected(
+            f"a {cfg.tile_m}x{cfg.tile_n} tile does not fit the accumulators in registers: "
+            f"at most 64 x 256 (or 128 x 128) elements per consumer warpgroup")
 
-    subtiles = cfg.tile_n // cfg.epi_n
+    # The epilogue stores row blocks of one atom's rows per warpgroup (kernels/sm90/epilogue.py).
+    epi_m = 64 * cfg.consumer_wgs
+    subtiles = (cfg.tile_m // epi_m) * (cfg.tile_n // cfg.epi_n)
     want = cfg.epi_stages if cfg.epi_stages is not None else (4 if _width(out_dtype) == 16 else 2)
     if want < 1:
         raise ConfigRejected(f"epi_stages must be positive, got {want}")
@@ -139,7 +147,7 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
     if cfg.epi_stages is not None and epi_stages != cfg.epi_stages:
         raise ConfigRejected(
             f"epi_stages={cfg.epi_stages} must divide the {subtiles} epilogue subtiles of a tile")
-    epi_bytes = cfg.tile_m * cfg.epi_n * _width(out_dtype) // 8 * epi_stages
+    epi_bytes = epi_m * cfg.epi_n * _width(out_dtype) // 8 * epi_stages
     tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
     stages = ring_depth(tile_mnk, cfg.stages, _MOST_STAGES, epi_bytes, SMEM_PER_BLOCK_BYTES)
     smem = stages * (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2 + epi_bytes + SMEM_RESERVED_BYTES

@@ -45,7 +45,8 @@ class HopperGemm(WarpSpecializedGemm):
         self.stream_k_layout = cfg.stream_k_layout if cfg.stream_k else False
         self.epilogue = TmaStoreEpilogue(
             self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
-            consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE)
+            consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE,
+            epi_m=64 * cfg.consumer_wgs)
 
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,

@@ -1,6 +1,10 @@
 """Hopper epilogue: accumulators -> convert -> stmatrix into shared memory -> TMA store.
 
-The output tile is cut into subtiles of `epi_tile` (all rows of the CTA tile x `epi_n` columns).
+The output tile is cut into subtiles of `epi_tile`: `epi_m` rows (by default all rows of the CTA
+tile) x `epi_n` columns, stored row block by row block. A tile taller than the tiled MMA (two m64
+atoms per warpgroup) is stored in row blocks of the MMA's height: the accumulators hold a thread's
+M repeats after all its N columns, so subtile (m, n) is the (m x subtiles per row + n)-th run of a
+subtile's values, the same run as in a one-atom tile.
 For each subtile every consumer thread converts its slice of the fp32 accumulators, writes it to
 one of `stages` shared-memory buffers (stmatrix for 16-bit outputs), fences the generic-proxy
 writes against the async proxy and meets the other consumer threads at a named barrier; then one
@@ -29,12 +33,17 @@ import cutlass.utils.hopper_helpers as sm90_utils
 
 class TmaStoreEpilogue:
     def __init__(self, c_dtype, tile_mn: tuple[int, int], epi_n: int, stages: int,
-                 consumer_threads: int, store_warp: int, barrier_id: int, groups: int = 1):
+                 consumer_threads: int, store_warp: int, barrier_id: int, groups: int = 1,
+                 epi_m: int | None = None):
+        epi_m = tile_mn[0] if epi_m is None else epi_m
         if tile_mn[1] % epi_n:
             raise ValueError(f"epilogue subtile width {epi_n} does not divide tile N {tile_mn[1]}")
+        if tile_mn[0] % epi_m:
+            raise ValueError(f"epilogue subtile height {epi_m} does not divide tile M {tile_mn[0]}")
         self.c_dtype = c_dtype
-        self.epi_tile = (tile_mn[0], epi_n)
-        self.subtiles = tile_mn[1] // epi_n
+        self.epi_tile = (epi_m, epi_n)
+        self.subtiles_n = tile_mn[1] // epi_n
+        self.subtiles = (tile_mn[0] // epi_m) * self.subtiles_n
         self.stages = stages
         self.consumer_threads = consumer_threads
         self.store_warp = store_warp       # warp index (in the CTA) that issues the TMA stores
@@ -87,7 +96,7 @@ class TmaStoreEpilogue:
         per_subtile = cute.size(r_acc)
 
         # Global side of the TMA store: the tile cut into epilogue subtiles.
-        gC_sub = cute.zipped_divide(gC_tile, self.epi_tile)   # ((epi_m, epi_n), (1, subtiles))
+        gC_sub = cute.zipped_divide(gC_tile, self.epi_tile)   # ((epi_m, epi_n), (row blocks, subtiles_n))
         sC_tma, gC_tma = cute.nvgpu.cpasync.tma_partition(
             tma_atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_sub)
 
@@ -106,7 +115,8 @@ class TmaStoreEpilogue:
                                                    read=True)
             self._sync(group)
             if warp_idx == store_warp:
-                cute.copy(tma_atom_c, sC_tma[(None, buf)], gC_tma[(None, (0, sub))])
+                cute.copy(tma_atom_c, sC_tma[(None, buf)],
+                          gC_tma[(None, (sub // self.subtiles_n, sub % self.subtiles_n))])
                 cute.arch.cp_async_bulk_commit_group()
             if cutlass.const_expr(self.stages == 1):
                 # One buffer: its store must finish reading before anyone writes it again.

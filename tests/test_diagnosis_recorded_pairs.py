@@ -941,3 +941,27 @@ def test_a_stray_code_fact_rarely_takes_the_first_place():
                 taken.append(pid)
         assert len(taken) <= allowed, (fact, taken)
     assert tried["static__special_function_instructions"] >= 75 and tried["static__hmma_products_per_instruction"] >= 2
+
+
+def test_narrower_wgmmas_for_the_same_products_name_the_instruction_shape():
+    # gemm at 4096^3 with 256x128 tiles (two m64n128 atoms per warpgroup) against its 128x256 (one
+    # m64n256 atom), H200, full set, one device call (the diagnosis benchmark's gemm_transposed_tile):
+    # 186.1 against 178.0 us. Before: no cause, the tensor pipe's lower activity first.
+    slow, fast = load_profiles(REPORTS / "own-kernels-h200.json.xz")
+    result = diagnose(slow, fast)
+    top = result.findings[0]
+    assert (top.rule_id, top.cause) == ("narrow-wgmma-vs-reference", "tensor-underused")
+    assert result.main_reason is top and top.explains > 0.9
+    assert "(2.00x) for tensor-pipe busy time 0.99x" in top.message and "wavefronts 1.18x" in top.message
+    # The other way round (wider instructions, fewer wavefronts): quiet.
+    assert "narrow-wgmma-vs-reference" not in {f.rule_id for f in diagnose(fast, slow).findings}
+    # As many wavefronts as the reference: the operand traffic did not grow, so not this cause.
+    same_feed = copy.deepcopy(slow)
+    wavefronts = "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"
+    scale = fast.value("gpu__time_duration.sum") / slow.value("gpu__time_duration.sum")
+    same_feed.metrics[wavefronts] = Metric(fast.value(wavefronts) * scale, "%")
+    assert "narrow-wgmma-vs-reference" not in {f.rule_id for f in diagnose(same_feed, fast).findings}
+    # More tensor-pipe time for the products is the other shape rule's case, not this one.
+    busier = copy.deepcopy(slow)
+    busier.metrics["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] = Metric(97.0, "%")
+    assert "narrow-wgmma-vs-reference" not in {f.rule_id for f in diagnose(busier, fast).findings}

@@ -89,6 +89,10 @@ CASES = [
     ("mma-shape-vs-reference", "warp_mma", "cublas_gemm", None, False),
     # cuBLAS's m64n128 wgmma, twice the HGMMA of our m64n256 for the same GEMM, in no longer pipe time
     ("mma-shape-vs-reference", "cublas", "gemm_default", None, False),
+    # ... whose tensor pipe is the busier: its narrower wgmmas are fed (the firing case is the
+    # diagnosis benchmark's gemm_transposed_tile)
+    ("narrow-wgmma-vs-reference", "cublas", "gemm_default", None, False),
+    ("narrow-wgmma-vs-reference", "warp_mma", "cublas_gemm", None, False),
     # an elementwise kernel has no tensor work to under-use
     ("tensor-pipe-below-reference", "add", "cublas_gemm", None, False),
     ("tensor-pipe-below-reference", "cublas_gemm", "add", None, False),
@@ -252,7 +256,8 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     # No kernel of these reports has the defect; their firing cases are the planted pairs of the
     # diagnosis corpus (benchmarks/diagnosis), measured by bench_diagnosis.
     corpus_fires = {"atomic-contention", "special-math", "shared-memory-occupancy", "cluster-residency-limit",
-                    "dram-rate-below-reference", "long-scoreboard-vs-reference", "mma-shape-vs-reference"}
+                    "dram-rate-below-reference", "long-scoreboard-vs-reference", "mma-shape-vs-reference",
+                    "narrow-wgmma-vs-reference"}
     # Planted in no report yet: fired on synthetic profiles in test_rules_planted_causes.
     synthetic_fires = {"fp64-arithmetic", "excess-synchronization", "memory-fences", "instruction-cache-misses",
                        "constant-cache-serialization", "load-imbalance-sms", "load-imbalance-warps", "shared-atomic-contention",

@@ -7,7 +7,8 @@ CTA = 1 producer warpgroup + 1 or 2 consumer warpgroups.
 - Warp 0 of the producer warpgroup walks the tile schedule and fills a `stages`-deep ring of
   A/B tiles in shared memory with TMA (multicast across the cluster: A along the cluster's N
   dimension, B along its M dimension); its warpgroup gives registers back (setmaxnreg).
-- Each consumer warpgroup owns 64 rows of the tile: it waits on the ring's full barrier, issues
+- Each consumer warpgroup owns 64 rows of the tile (one m64 WGMMA atom; with tile_m 128 per
+  warpgroup, two row blocks of 64, the tiled MMA repeated along M): it waits on the ring's full barrier, issues
   WGMMAs straight from shared memory (one group in flight, so the stage before is released as
   soon as the current one is issued) and runs the epilogue (kernels/sm90/epilogue.py).
 - The grid is persistent: one CTA per SM, clusters stride over the work list of

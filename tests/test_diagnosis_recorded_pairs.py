@@ -965,3 +965,19 @@ def test_narrower_wgmmas_for_the_same_products_name_the_instruction_shape():
     busier = copy.deepcopy(slow)
     busier.metrics["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] = Metric(97.0, "%")
     assert "narrow-wgmma-vs-reference" not in {f.rule_id for f in diagnose(busier, fast).findings}
+
+
+def test_basic_set_names_no_chain_where_the_code_has_barriers():
+    # Held-out basic-set pairs whose slow kernels issue as many instructions more slowly with BAR in
+    # their code: barrier skew (rotating_skew) and loads a barrier publishes (tile_prefetch). Before:
+    # dependent-arithmetic first for both; this view cannot tell those waits from chains.
+    basic = {p.name: p for p in load_profiles(REPORTS / "planted-basic-sass.json.xz")}
+    for pair in ("rotating_skew", "tile_prefetch"):
+        findings = diagnose(basic[f"{pair}_slow"], basic[f"{pair}_fast"]).findings
+        assert findings[0].rule_id == "same-instructions-lower-issue-rate-with-barriers-vs-reference", pair
+        assert findings[0].cause is None and "BAR in the target's code" in findings[0].message
+        assert "dependent-arithmetic" not in {f.cause for f in findings}, pair
+    # The chains without barriers still name the cause first.
+    top = diagnose(basic["hash_chain_slow"], basic["hash_chain_fast"]).findings[0]
+    assert (top.rule_id, top.cause) == ("same-instructions-lower-issue-rate-vs-reference", "dependent-arithmetic")
+

@@ -214,6 +214,7 @@ CASES = [
     ("memory-instructions-per-byte-vs-reference", "scale_good", "add", None, False),
     ("same-memory-work-lower-rate-vs-reference", "add", "scale_good", None, False),
     ("same-instructions-lower-issue-rate-vs-reference", "fma_chain", "tail_wave", None, False),
+    ("same-instructions-lower-issue-rate-with-barriers-vs-reference", "fma_chain", "tail_wave", None, False),
     ("xu-bound-vs-reference", "gemm_default", "cublas", None, False),
     ("fp64-pipe-vs-reference", "gemm_default", "cublas", None, False),
     ("fma-work-without-alu-vs-reference", "fma_chain", "scale_good", None, False),
@@ -270,7 +271,8 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     # test_diagnosis_recorded_pairs.test_basic_set_reports_name_the_cause_from_each_units_busy_time.
     basic_set_fires = {"l1-wavefronts-per-instruction-vs-reference", "l2-requests-per-instruction-vs-reference",
                        "memory-instructions-per-byte-vs-reference", "same-memory-work-lower-rate-vs-reference",
-                       "same-instructions-lower-issue-rate-vs-reference", "xu-bound-vs-reference", "fp64-pipe-vs-reference",
+                       "same-instructions-lower-issue-rate-vs-reference",
+                       "same-instructions-lower-issue-rate-with-barriers-vs-reference", "xu-bound-vs-reference", "fp64-pipe-vs-reference",
                        "fma-work-without-alu-vs-reference", "tensor-pipe-idle-vs-reference", "integer-work-vs-reference",
                        "same-mix-more-instructions-vs-reference", "l2-traffic-beyond-dram-vs-reference",
                        "local-traffic-vs-reference", "dram-work-vs-reference", "constant-cache-per-instruction-vs-reference"}

@@ -71,8 +71,11 @@ def _merge_file(ruleset: RuleSet, path: Path, catalog: Catalog) -> None:
     if not isinstance(entries, list):
         raise UserError(f"{path}: 'rule' must be an array of tables: write [[rule]]")
     seen: set[str] = set()
+    raw: dict[str, dict] = {}
     for index, entry in enumerate(entries):
+        entry = _with_like(entry, raw, path)
         rule = _rule_from(entry, path, index, catalog)
+        raw[rule.id] = entry
         if rule.id in seen:
             raise UserError(f"{path}: rule {rule.id!r}: defined twice in this file")
         seen.add(rule.id)
@@ -94,6 +97,22 @@ def _merge_file(ruleset: RuleSet, path: Path, catalog: Catalog) -> None:
                 raise UserError(f"{path}: rule {rule_id!r}: field 'thresholds.{name}' must be a number")
         ruleset.rules[rule_id] = rule.with_thresholds(values)
     ruleset.files.append(str(path))
+
+
+def _with_like(entry: Any, earlier: Mapping[str, dict], path: Path) -> Any:
+    """`like = "ID"`: the entry takes the thresholds and let values of rule ID, defined earlier in the
+    same file, under its own (two readings of one measurement need not repeat its definitions)."""
+    if not isinstance(entry, dict) or "like" not in entry:
+        return entry
+    like = entry["like"]
+    base = earlier.get(like) if isinstance(like, str) and like != entry.get("id") else None
+    if base is None:
+        raise UserError(f"{path}: rule {entry.get('id')!r}: field 'like': no earlier rule {like!r} in this file")
+    merged = {k: v for k, v in entry.items() if k != "like"}
+    for table in ("thresholds", "let"):
+        if isinstance(base.get(table), dict) and isinstance(entry.get(table, {}), dict):
+            merged[table] = {**base[table], **entry.get(table, {})}
+    return merged
 
 
 def _rule_from(entry: Any, path: Path, index: int, catalog: Catalog) -> Rule:

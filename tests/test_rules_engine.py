@@ -181,3 +181,19 @@ def test_static_profile_uses_documented_device_limits(pair, tmp_path):
     assert measured.assumptions == []
     # Rules for compile-only profiles do not apply to measured ones.
     assert "local-memory-in-binary" in evaluate_all(pair[0]).not_applicable
+
+
+def test_a_rule_like_an_earlier_one_takes_its_thresholds_and_lets(tmp_path):
+    base = rule_text(condition="target.registers_per_thread > near + extra") + \
+        "[rule.thresholds]\nnear = 1.0\nfar = 2.0\n[rule.let]\nextra = \"near * 2\"\n"
+    like = rule_text(id="y-rule", like="x-rule", condition="target.registers_per_thread > far + extra") + \
+        "[rule.thresholds]\nfar = 5.0\n"
+    rules = load_rules([_write(tmp_path, base + like)]).rules
+    assert rules["y-rule"].thresholds == {"near": 1.0, "far": 5.0}      # its own value wins
+    assert rules["x-rule"].thresholds == {"near": 1.0, "far": 2.0}
+    assert set(rules["y-rule"].lets) == {"extra"}
+    # Only an earlier rule of the same file, and never itself.
+    for target in ("z-rule", "y-rule"):
+        text = base + rule_text(id="y-rule", like=target)
+        with pytest.raises(UserError, match=rf"rule 'y-rule': field 'like': no earlier rule '{target}' in this file"):
+            load_rules([_write(tmp_path, text, f"{target}.toml")])

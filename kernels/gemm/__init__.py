@@ -96,6 +96,7 @@ class ResolvedGemm:
     stages: int
     epi_stages: int
     smem_bytes: int
+    epi_m: int          # epilogue subtile height: one m64 atom's rows per consumer warpgroup
 
 
 def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm:
@@ -152,7 +153,7 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
     tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
     stages = ring_depth(tile_mnk, cfg.stages, _MOST_STAGES, epi_bytes, SMEM_PER_BLOCK_BYTES)
     smem = stages * (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2 + epi_bytes + SMEM_RESERVED_BYTES
-    return ResolvedGemm(cfg, stages, epi_stages, smem)
+    return ResolvedGemm(cfg, stages, epi_stages, smem, epi_m)
 
 
 def check_shape(shape: dict[str, int], dtype: str, out_dtype: str, a_major: str, b_major: str):

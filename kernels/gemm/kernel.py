@@ -46,7 +46,7 @@ class HopperGemm(WarpSpecializedGemm):
         self.epilogue = TmaStoreEpilogue(
             self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
             consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE,
-            epi_m=64 * cfg.consumer_wgs)
+            epi_m=resolved.epi_m)
 
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,

@@ -63,8 +63,10 @@ def main(args, argv, torch, dev):
 
 
 def _short(cfg):
-    split = f" split{cfg.splits}" if cfg.splits > 1 else (" tail-split" if cfg.tail_split else "")
-    epilogue = f" epi{cfg.epi_n}" + (f"x{cfg.epi_stages}" if cfg.epi_stages else "")
+    split = (f" split{cfg.splits}" if cfg.splits > 1 else " tail-split" if cfg.tail_split
+             else f" stream-k/{cfg.stream_k_layout}" if cfg.stream_k else "")
+    epilogue = (f" epi{cfg.epi_n}" + (f"x{cfg.epi_stages}" if cfg.epi_stages else "")
+                + (f" last-tile-ring{cfg.ring_epi_n}" if cfg.ring_epi_n else ""))
     hints = "" if (cfg.a_load_hint, cfg.b_load_hint) == ("none", "none") else \
         f" L2 A:{cfg.a_load_hint} B:{cfg.b_load_hint}"
     return (f"{cfg.tile_m}x{cfg.tile_n} wg{cfg.consumer_wgs} cl{cfg.cluster[0]}x{cfg.cluster[1]} "

@@ -17,6 +17,7 @@ VARIANTS = [
     ({"a_major": "m", "b_major": "k", "out_dtype": "float32", "cluster": (1, 2)}, "float16", False),
     ({"tile_m": 64, "tile_n": 128, "consumer_wgs": 1, "cluster": (1, 1), "raster": "row"}, "float16", True),
     ({"tile_m": 256, "tile_n": 128, "cluster": (1, 2)}, "bfloat16", True),      # two m64 atoms a warpgroup
+    ({"ring_epi_n": 64}, "bfloat16", True),                                    # last tile through the ring
 ]
 
 
@@ -187,6 +188,23 @@ def test_whole_tile_epilogue_only_where_ctas_run_several_tiles():
     # M=512: 128x128 tiles, B multicast over a 2x1 cluster.
     m512 = gemm.heuristic_config({"M": 512, "N": 4096, "K": 4096}, 132)
     assert (m512.tile_m, m512.tile_n, tuple(m512.cluster), m512.splits) == (128, 128, (2, 1), 1)
+
+
+def test_a_lone_tile_is_stored_through_the_ring():
+    """Where no CTA runs more than one tile (one wave: 2048^3, M=512) the tile is stored through
+    the ring's shared memory in 32-column subtiles, a buffer each (measured faster at M=512 on the
+    H200, kernels/gemm/NOTES.md); where CTAs run several, the last one stores as the others."""
+    def cfg(M, N, K, sms=132):
+        return gemm.heuristic_config({"M": M, "N": N, "K": K}, sms)
+    for shape in [(2048, 2048, 2048), (512, 4096, 4096)]:
+        c = cfg(*shape)
+        r = gemm.resolve_config(c)
+        assert c.ring_epi_n == 32 and r.ring_subtiles == (c.tile_n // 32) * (c.tile_m // r.epi_m), shape
+    assert cfg(2048, 2048, 2048).epi_n == 32 and gemm.resolve_config(cfg(2048, 2048, 2048)).stages == 4
+    for shape in [(4096, 4096, 4096), (8192, 4096, 4096), (8192, 8192, 8192), (1024, 8192, 4096)]:
+        assert cfg(*shape).ring_epi_n == 0, shape
+    # The same M=512 shape on a part with 32 SMs runs several tiles a CTA of either size.
+    assert cfg(512, 4096, 4096, sms=32).ring_epi_n == 0
 
 
 def test_few_tiles_over_a_long_k_get_split_k():

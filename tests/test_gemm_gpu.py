@@ -100,6 +100,27 @@ def test_configs(config):
     _check(config, 3000, 1000, 200, a_major="m", b_major="k", seed=8)
 
 
+@pytest.mark.parametrize("config,M,N,K", [
+    # One tile per CTA (one wave of 8 x 8 tiles): every tile stored through the ring.
+    pytest.param({"ring_epi_n": 64}, 1024, 2048, 1000, marks=FAST),
+    # Several tiles per CTA: the earlier ones through the epilogue's buffers, the last through the ring.
+    ({"ring_epi_n": 64}, 4096, 4096, 256),
+    # Partial tiles on every edge, an N-wise cluster (A multicast into the peer's ring), 32 columns.
+    ({"ring_epi_n": 32, "cluster": (1, 2), "tile_n": 128}, 1000, 3000, 1000),
+    # Two m64 atoms a warpgroup; one consumer warpgroup.
+    ({"ring_epi_n": 64, "tile_m": 256, "tile_n": 128, "cluster": (1, 2)}, 2000, 2200, 1000),
+    ({"ring_epi_n": 64, "tile_m": 64, "tile_n": 128, "consumer_wgs": 1}, 520, 4096, 1000),
+])
+def test_last_tile_stored_through_the_ring(config, M, N, K):
+    _check(config, M, N, K, seed=M + N)
+
+
+@pytest.mark.parametrize("out_dtype,a_major,b_major", [("float32", "m", "k"), ("float16", "k", "n")])
+def test_last_tile_through_the_ring_dtypes_and_layouts(out_dtype, a_major, b_major):
+    # fp32: the tile's 128 KB span the ring's A stages into its B stages.
+    _check({"ring_epi_n": 64}, 1000, 2048, 840, "float16", out_dtype, a_major, b_major, seed=5)
+
+
 def test_spec_launch_writes_out():
     spec = gemm.GEMM_SPEC
     inputs, out = launch_spec_default(spec, {"M": 520, "N": 264, "K": 136}, seed=3)

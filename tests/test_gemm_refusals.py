@@ -32,6 +32,9 @@ REFUSED_CONFIGS = {
         ({"splits": 0}, "splits"),
         ({"splits": 17}, "splits"),
         ({"splits": 2, "tail_split": True}, "exclude"),
+        ({"ring_epi_n": 48}, "ring_epi_n"),
+        ({"ring_epi_n": 64, "splits": 2}, "ring_epi_n"),
+        ({"ring_epi_n": 64, "stages": 2, "out_dtype": "float32"}, "ring"),   # 128 KB tile, 96 KB ring
         ({"no_such_key": 1}, "unknown"),
     ],
     "gemm_mma": [

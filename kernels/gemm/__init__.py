@@ -78,6 +78,8 @@ class GemmConfig(PersistentGemmConfig):
     stream_k_layout: str = "runs"      # how: "runs" or "heads" (all four: kernels/split_k_plan.py)
     a_load_hint: str = "none"          # L2 eviction hint of the A (B) loads: none (no hint), normal,
     b_load_hint: str = "none"          # first or last (kernels/sm90/pipeline.py, L2_POLICY)
+    ring_epi_n: int = 0                # > 0: each CTA's last tile is stored through the ring's shared
+                                       # memory (free by then) in subtiles this wide, a buffer each
 
     def split_k_capable(self) -> bool:
         """Whether the compiled variant carries the split-K exchange (its plan is per launch)."""
@@ -97,6 +99,7 @@ class ResolvedGemm:
     epi_stages: int
     smem_bytes: int
     epi_m: int          # epilogue subtile height: one m64 atom's rows per consumer warpgroup
+    ring_subtiles: int = 0   # subtiles (= buffers) of the last tile's store through the ring
 
 
 def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm:
@@ -152,8 +155,29 @@ def resolve_config(cfg: GemmConfig, out_dtype: str = "bfloat16") -> ResolvedGemm
     epi_bytes = epi_m * cfg.epi_n * _width(out_dtype) // 8 * epi_stages
     tile_mnk = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
     stages = ring_depth(tile_mnk, cfg.stages, _MOST_STAGES, epi_bytes, SMEM_PER_BLOCK_BYTES)
-    smem = stages * (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2 + epi_bytes + SMEM_RESERVED_BYTES
-    return ResolvedGemm(cfg, stages, epi_stages, smem, epi_m)
+    ring_bytes = stages * (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
+    smem = ring_bytes + epi_bytes + SMEM_RESERVED_BYTES
+    return ResolvedGemm(cfg, stages, epi_stages, smem, epi_m,
+                        _ring_subtiles(cfg, epi_m, out_dtype, ring_bytes))
+
+
+def _ring_subtiles(cfg: GemmConfig, epi_m: int, out_dtype: str, ring_bytes: int) -> int:
+    """How many subtiles the last tile's store through the ring takes (0: it stores as the
+    others); ConfigRejected unless the ring holds a buffer for each."""
+    if cfg.ring_epi_n == 0:
+        return 0
+    if cfg.ring_epi_n not in (16, 32, 64) or cfg.tile_n % cfg.ring_epi_n:
+        raise ConfigRejected(f"ring_epi_n must be 0 (off), 16, 32 or 64 and divide tile_n={cfg.tile_n}, "
+                             f"got {cfg.ring_epi_n!r}")
+    if cfg.split_k_capable():
+        raise ConfigRejected("ring_epi_n > 0 stores a CTA's last whole tile; it does not combine with "
+                             "splits, tail_split or stream_k")
+    subtiles = (cfg.tile_m // epi_m) * (cfg.tile_n // cfg.ring_epi_n)
+    need = cfg.tile_m * cfg.tile_n * _width(out_dtype) // 8
+    if need > ring_bytes:
+        raise ConfigRejected(f"the last tile's {need} bytes of {out_dtype} do not fit in the ring's "
+                             f"{ring_bytes} bytes (ring_epi_n > 0)")
+    return subtiles
 
 
 def check_shape(shape: dict[str, int], dtype: str, out_dtype: str, a_major: str, b_major: str):
@@ -324,6 +348,8 @@ _SMALL_TILE_EFFICIENCY = 0.93
 # results/gemm-{h100,h200}-epilogue-sweep-paired*.json.xz, gemm-h100-big-sweep-paired.json.xz).
 # Why is not proven: kernels/gemm/NOTES.md v5 has what kernelscope's profile shows.
 _WHOLE_TILE_EPI_N = 64
+# Subtile width of a lone tile's store through the ring (heuristic_config).
+_ONE_TILE_RING_EPI_N = 32
 
 
 def _tail_wave_cost(cfg: GemmConfig, M: int, N: int, K: int | None, sms: int) -> float | None:
@@ -420,7 +446,10 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
     the last wave's tiles cut into slices of K where the tail plan cuts them (_tail_wave_cost,
     which then also prices that wave in the cost). 128x128 tiles: B multicast over a 2x1
     cluster (M=512, timed in turns: 0.972-0.977 against 0.957-0.961 with 1x2 on the H100, 0.981
-    against 0.974 on the H200; results/gemm-{h100,h200}-m512-*-paired*.json.xz)."""
+    against 0.974 on the H200; results/gemm-{h100,h200}-m512-*-paired*.json.xz). Where no CTA
+    runs more than one tile of either size, that tile is stored through the ring in 32-column
+    subtiles with a buffer each (ring_epi_n; H200, timed in turns, two runs: M=512 0.990-0.993
+    against 0.985-0.986 without, 2048^3 0.990-0.994 against 0.988-0.993; NOTES.md)."""
     M, N = int(shape["M"]), int(shape["N"])
     deep_ring = _deep_ring_skinny(M, N, sms)
     if deep_ring is not None:
@@ -454,8 +483,10 @@ def heuristic_config(shape: dict[str, int], sms: int = H100_SMS) -> GemmConfig:
         if several_tiles_per_cta:
             return dataclasses.replace(big, tail_split=tail_wave is not None and not stream_k,
                                        stream_k=stream_k, stream_k_layout=layout or "runs")
-        return GemmConfig()
-    return GemmConfig(tile_m=128, tile_n=128, cluster=(2, 1))
+        return GemmConfig(ring_epi_n=_ONE_TILE_RING_EPI_N)
+    one_tile_each = math.ceil(M / 128) * math.ceil(N / 128) <= sms
+    return GemmConfig(tile_m=128, tile_n=128, cluster=(2, 1),
+                      ring_epi_n=_ONE_TILE_RING_EPI_N if one_tile_each else 0)
 
 
 def _narrow_tiles_fill_the_wave(M: int, N: int, sms: int) -> bool:

@@ -47,6 +47,12 @@ class HopperGemm(WarpSpecializedGemm):
             self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.epi_n, resolved.epi_stages,
             consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE,
             epi_m=resolved.epi_m)
+        # Each CTA's last tile: stored through the ring's shared memory, which no load needs
+        # any more by then, in wider subtiles with a buffer each (config ring_epi_n).
+        self.ring_epilogue = (TmaStoreEpilogue(
+            self.c_dtype, (cfg.tile_m, cfg.tile_n), cfg.ring_epi_n, resolved.ring_subtiles,
+            consumer_threads=self.consumer_threads, store_warp=4, barrier_id=GemmBarrier.EPILOGUE,
+            epi_m=resolved.epi_m, buffer_each=True) if resolved.ring_subtiles else None)
 
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
@@ -66,6 +72,10 @@ class HopperGemm(WarpSpecializedGemm):
         sC_layout = self.epilogue.make_smem_layout()
         tma_a, tA, tma_b, tB = self.make_tma_loads(mA, sA_layout, mB, sB_layout)
         tma_c, tC = self.epilogue.make_tma_store(mC, sC_layout)
+        tma_cr, tCr, sCr_layout = None, None, None
+        if cutlass.const_expr(self.ring_epilogue is not None):
+            sCr_layout = self.ring_epilogue.make_smem_layout()
+            tma_cr, tCr = self.ring_epilogue.make_tma_store(mC, sCr_layout)
         if cutlass.const_expr(self.split_k is None and self.stream_k is None):
             # Not passed on: the kernel of a variant without split-K has no such parameters.
             split_from, slices = None, None
@@ -75,7 +85,8 @@ class HopperGemm(WarpSpecializedGemm):
         self.storage = self.shared_storage(sA_layout, sB_layout, self.c_dtype, sC_layout)
         self.launch(self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, tiled_mma,
                                 sA_layout, sB_layout, sC_layout, tiles_m, tiles_n,
-                                partials, counters, split_from, slices), clusters, stream)
+                                partials, counters, split_from, slices, tma_cr, tCr, sCr_layout),
+                    clusters, stream)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
@@ -83,9 +94,12 @@ class HopperGemm(WarpSpecializedGemm):
                sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
                sC_layout: cute.ComposedLayout, tiles_m: cutlass.Int32, tiles_n: cutlass.Int32,
                partials: cute.Tensor, counters: cute.Tensor, split_from: Optional[cutlass.Int32],
-               slices: Optional[cutlass.Int32]):
+               slices: Optional[cutlass.Int32], tma_cr: Optional[cute.CopyAtom],
+               mCr: Optional[cute.Tensor], sCr_layout: Optional[cute.ComposedLayout]):
         tidx, warp_idx, lane, cta_x, cta_y, cluster_id, num_clusters, cta_rank = self.thread_coordinates()
         self.prefetch_descriptors(warp_idx, (tma_a, tma_b, tma_c))
+        if cutlass.const_expr(self.ring_epilogue is not None):
+            self.prefetch_descriptors(warp_idx, (tma_cr,))
 
         storage = SmemAllocator().allocate(self.storage)
         ring = self.open_ring(storage.barriers.data_ptr(), warp_idx, sA_layout, sB_layout,
@@ -95,6 +109,12 @@ class HopperGemm(WarpSpecializedGemm):
         sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)
         sC = storage.sC.get_tensor(sC_layout.outer, swizzle=sC_layout.inner)
         gA, gB, gC, k_tiles = self.global_tiles(mA, mB, mC)
+        ring_store = None
+        if cutlass.const_expr(self.ring_epilogue is not None):
+            # At the ring's base: sB follows sA with no gap (both 1024-aligned, whole 1024-byte
+            # stages), and resolve_config checked that the tile fits in both.
+            sCr = storage.sA.get_tensor(sCr_layout.outer, swizzle=sCr_layout.inner, dtype=self.c_dtype)
+            ring_store = (tma_cr, sCr, cute.local_tile(mCr, self.tile_mnk[:2], (None, None)))
         sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, slices,
                               stream_k=self.stream_k_layout)
 
@@ -106,12 +126,14 @@ class HopperGemm(WarpSpecializedGemm):
             cute.arch.setmaxregister_increase(self.consumer_regs)
             self.consume(tiled_mma, tma_c, sA, sB, sC, gC, ring, sched, k_tiles, tidx - 128, warp_idx,
                          lane, cta_rank, cta_x, cta_y, cluster_id, num_clusters,
-                         tiles_m, tiles_n, partials, counters)
+                         tiles_m, tiles_n, partials, counters, ring_store)
 
     @cute.jit
     def consume(self, tiled_mma, tma_c, sA, sB, sC, gC, ring, sched, k_tiles, ctidx, warp_idx, lane,
-                cta_rank, cta_x, cta_y, cluster_id, num_clusters, tiles_m, tiles_n, partials, counters):
-        """A consumer warpgroup: WGMMAs from shared memory over the ring, then the epilogue."""
+                cta_rank, cta_x, cta_y, cluster_id, num_clusters, tiles_m, tiles_n, partials, counters,
+                ring_store=None):
+        """A consumer warpgroup: WGMMAs from shared memory over the ring, then the epilogue.
+        ring_store: (TMA atom, staged buffers in the ring, gC) of the last tile's store, or None."""
         # Warp-uniform, so the WGMMA descriptors of A stay on the uniform datapath.
         wg = cute.arch.make_warp_uniform(ctidx // 128)
         thr_mma = tiled_mma.get_slice(wg * 128)
@@ -143,6 +165,17 @@ class HopperGemm(WarpSpecializedGemm):
                     self.split_k.exchange(acc, partials, counters, split_tile, split, tile_slices,
                                           ctidx, lane)
                 if split == tile_slices - 1:
+                    self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
+                                             gC[(None, None, tm, tn)], warp_idx)
+            elif cutlass.const_expr(ring_store is not None):
+                if work + num_clusters >= sched.num_work:
+                    tma_cr, sCr, gCr = ring_store
+                    # No warpgroup writes the ring before the other's last WGMMAs have read it.
+                    cute.arch.barrier(barrier_id=int(GemmBarrier.EPILOGUE),
+                                      number_of_threads=self.consumer_threads)
+                    self.ring_epilogue.store_tile(tma_cr, tiled_r2s, thr_r2s, acc, sCr,
+                                                  gCr[(None, None, tm, tn)], warp_idx)
+                else:
                     self.epilogue.store_tile(tma_c, tiled_r2s, thr_r2s, acc, sC,
                                              gC[(None, None, tm, tn)], warp_idx)
             else:

@@ -11,7 +11,9 @@ writes against the async proxy and meets the other consumer threads at a named b
 warp issues the TMA store of that buffer and commits it as a bulk group. Before a buffer is
 written again, its store must have finished reading shared memory: the issuing thread waits until
 at most `stages - 1` groups are pending and a second barrier publishes that to the writers. So up
-to `stages` subtile stores are in flight while the next subtiles are converted.
+to `stages` subtile stores are in flight while the next subtiles are converted. With
+`buffer_each` (a buffer per subtile, as when the tile is staged in memory that is free for it
+alone) no writer ever waits for a store.
 
 With `groups` > 1 the consumers form independent groups of `consumer_threads` (one math warpgroup
 each, say), each storing its own `epi_tile` rows through its own `stages` buffers, with its own
@@ -34,7 +36,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 class TmaStoreEpilogue:
     def __init__(self, c_dtype, tile_mn: tuple[int, int], epi_n: int, stages: int,
                  consumer_threads: int, store_warp: int, barrier_id: int, groups: int = 1,
-                 epi_m: int | None = None):
+                 epi_m: int | None = None, buffer_each: bool = False):
         epi_m = tile_mn[0] if epi_m is None else epi_m
         if tile_mn[1] % epi_n:
             raise ValueError(f"epilogue subtile width {epi_n} does not divide tile N {tile_mn[1]}")
@@ -50,6 +52,11 @@ class TmaStoreEpilogue:
         # Named barrier of the `consumer_threads` that write the buffers (the kernel's enum).
         self.barrier_id = int(barrier_id)
         self.groups = groups
+        # A buffer for every subtile: none is written twice in a tile, so nothing waits for a
+        # store to finish reading before the next subtile (the caller keeps tiles apart).
+        if buffer_each and stages != self.subtiles:
+            raise ValueError(f"buffer_each needs {self.subtiles} stages (one per subtile), got {stages}")
+        self.buffer_each = buffer_each
 
     # -- host side (inside @cute.jit) -------------------------------------------------------------
     def make_smem_layout(self):
@@ -108,17 +115,18 @@ class TmaStoreEpilogue:
             cute.copy(tiled_r2s, r_out, tRS_sC[(None, None, None, buf)])
             # stmatrix / st.shared are generic-proxy writes; TMA reads through the async proxy.
             cute.arch.fence_proxy("async.shared", space="cta")
-            if warp_idx == store_warp:
-                # After the barrier below the writers move on to the next buffer, whose last
-                # store (issued `stages - 1` subtiles ago) must have finished reading it.
-                cute.arch.cp_async_bulk_wait_group(self.stages - 2 if self.stages > 1 else 0,
-                                                   read=True)
+            if cutlass.const_expr(not self.buffer_each):
+                if warp_idx == store_warp:
+                    # After the barrier below the writers move on to the next buffer, whose last
+                    # store (issued `stages - 1` subtiles ago) must have finished reading it.
+                    cute.arch.cp_async_bulk_wait_group(self.stages - 2 if self.stages > 1 else 0,
+                                                       read=True)
             self._sync(group)
             if warp_idx == store_warp:
                 cute.copy(tma_atom_c, sC_tma[(None, buf)],
                           gC_tma[(None, (sub // self.subtiles_n, sub % self.subtiles_n))])
                 cute.arch.cp_async_bulk_commit_group()
-            if cutlass.const_expr(self.stages == 1):
+            if cutlass.const_expr(self.stages == 1 and not self.buffer_each):
                 # One buffer: its store must finish reading before anyone writes it again.
                 if warp_idx == store_warp:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)

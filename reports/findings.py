@@ -16,15 +16,34 @@ from kernelscope.rules.line_locations import location_text
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def impact_text(f: Finding, within_noise: bool = False) -> str:
-    """The share of the gap a finding explains and its headroom; a share of a gap within noise says so."""
+def impact_text(f: Finding, within_noise: bool = False, no_gap: bool = False) -> str:
+    """The share of the gap a finding explains and its headroom; a share of a gap within noise says
+    so, and so does a finding with neither where A is not the slower kernel (no_gap)."""
     parts = []
     if f.explains is not None:
         of = "a gap within noise" if within_noise else "the gap"
         parts.append(f"explains ~{f.explains * 100:.0f}% of {of}")
     if f.impact is not None:
         parts.append(f"headroom ~{f.impact * 100:.0f}%")
-    return "; ".join(parts) if parts else "impact n/a"
+    if not parts:
+        return "no gap to explain" if no_gap else "impact n/a"
+    return "; ".join(parts)
+
+
+def not_slower(result: Diagnosis | None) -> bool:
+    """A against a reference and measured not slower (the same time, or faster): its findings are
+    counters that differ, none of them a cost."""
+    v = result.verdict if result is not None else None
+    return v is not None and v.known and v.faster != "b"
+
+
+def findings_heading(count: int, result: Diagnosis | None) -> str:
+    if not_slower(result) and result.verdict.faster == "same":
+        return (f"Findings ({count}): A and B take the same time, so none of them costs time here; "
+                "counters that differ, not reasons")
+    if not_slower(result):
+        return f"Findings ({count}) on A, the faster kernel: its own headroom, none the reason for a gap"
+    return f"Findings ({count}), causes first, the largest share of the gap explained first"
 
 
 def headline(verdict: Verdict | None, name_a: str = "A", name_b: str = "B") -> str:
@@ -82,13 +101,13 @@ def print_findings(findings: list[Finding], console: Console, not_evaluated: dic
     if not findings:
         console.print(Text("Findings: no rule fired.", style="green"))
     else:
-        console.print(Text(f"Findings ({len(findings)}), causes first, the largest share of the gap explained first", style="bold"))
+        console.print(Text(findings_heading(len(findings), result), style="bold"), overflow="fold")
     noise = result is not None and result.within_noise
     for n, f in enumerate(findings, 1):
         head = Text(f"{n:>2}. ")
         head.append(f"{f.severity.upper():<7}", style=_STYLE.get(f.severity, ""))
         head.append(f" {f.title}", style="bold")
-        head.append(f"  [{f.rule_id}; {impact_text(f, noise)}]", style="dim")
+        head.append(f"  [{f.rule_id}; {impact_text(f, noise, not_slower(result))}]", style="dim")
         console.print(head)
         console.print(Text(f"      {f.message}"), overflow="fold")
         for loc in f.locations:
@@ -140,9 +159,11 @@ def findings_markdown(findings: list[Finding], not_evaluated: dict[str, list[str
     lines = ["### Findings", ""]
     if not findings:
         lines += ["No rule fired.", ""]
+    elif not_slower(result):
+        lines += [f"_{findings_heading(len(findings), result)}._", ""]
     noise = result is not None and result.within_noise
     for n, f in enumerate(findings, 1):
-        lines.append(f"{n}. **{f.severity.upper()}** {f.title} (`{f.rule_id}`, {impact_text(f, noise)})  ")
+        lines.append(f"{n}. **{f.severity.upper()}** {f.title} (`{f.rule_id}`, {impact_text(f, noise, not_slower(result))})  ")
         lines.append(f"   {f.message}  ")
         for loc in f.locations:
             lines.append(f"   _At:_ `{loc['file']}:{loc['line']}` — {100 * loc['share']:.0f}% of {loc['reason']}  ")

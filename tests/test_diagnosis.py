@@ -235,3 +235,20 @@ def test_a_target_rule_may_name_the_reference_only_in_its_gap_and_lets(tmp_path)
 
 def _condition_on_reference(tmp_path) -> Path:
     return write_rule_file(tmp_path, "c.toml", id="y", condition="reference.duration > 0", gap="reference.duration")
+
+
+def test_findings_of_kernels_that_take_the_same_time_say_they_cost_nothing(fixture_file):
+    # The shipped GEMM timed as cuBLAS: its counters still differ, but no finding is a cost, and
+    # the heading and each finding's impact say so instead of ranking causes of a gap.
+    from kernelscope.reports.findings import findings_heading, findings_markdown, impact_text
+    gemm, cublas = load_profiles(fixture_file(GEMM))
+    same = deepcopy(gemm)
+    same.metrics["gpu__time_duration.sum"] = cublas.metrics["gpu__time_duration.sum"]
+    result = diagnose(same, cublas)
+    assert result.verdict.faster == "same" and result.findings and result.main_reason is None
+    assert "take the same time, so none of them costs time here" in findings_heading(len(result.findings), result)
+    assert "take the same time" in findings_markdown(result.findings, result=result)
+    unshared = [f for f in result.findings if f.explains is None and f.impact is None]
+    assert all(impact_text(f, no_gap=True) == "no gap to explain" for f in unshared)
+    # A slower A keeps the ranking heading.
+    assert findings_heading(3, diagnose(gemm, cublas)).startswith("Findings (3), causes first")

@@ -791,6 +791,8 @@ def test_basic_set_misses_of_the_held_out_pairs():
         "batched_64x64": "tensor-pipe-idle-vs-reference",           # was narrow access
         # was no data reuse: the reference's shared tile transposes, it reuses nothing
         "transpose_store": "l2-requests-per-instruction-staged-vs-reference",
+        # was index math: the reloads' address arithmetic is real, but the LSU pipe (78 % busy) is the bound
+        "data_reuse": "lsu-work-without-reuse-vs-reference",
     }
     for pair, rule_id in expected.items():
         top = diagnose(basic[f"{pair}_slow"], basic[f"{pair}_fast"]).findings[0]
@@ -1002,3 +1004,19 @@ def test_index_math_costs_nothing_while_the_memory_system_is_the_busier_unit():
     # Issue-bound, the same rule still names the cause first (set 1's integer_index_math pair).
     top = diagnose(detailed["integer_index_math_slow"], detailed["integer_index_math_fast"]).findings[0]
     assert top.cause == "integer-index-math"
+
+
+def test_the_staging_readings_fire_on_their_own_pairs_alone():
+    # The two readings of a reference's shared-memory staging (scattered accesses it transposes,
+    # reloads it keeps in a tile) against every planted pair of the basic-set reports: each fires
+    # on its pair and on no other, whatever that pair's cause.
+    wanted = {"l2-requests-per-instruction-staged-vs-reference": {"transpose_store"},
+              "lsu-work-without-reuse-vs-reference": {"data_reuse"}}
+    fired = {rule: set() for rule in wanted}
+    for name in ("planted-basic-sass.json.xz", "cute1-basic-sass.json.xz", "cute2-basic-sass.json.xz"):
+        kernels = {p.name: p for p in load_profiles(REPORTS / name)}
+        for slow in [k for k in kernels if k.endswith("_slow") and k[:-5] + "_fast" in kernels]:
+            for f in diagnose(kernels[slow], kernels[slow[:-5] + "_fast"]).findings:
+                if f.rule_id in fired:
+                    fired[f.rule_id].add(slow[:-5])
+    assert fired == wanted

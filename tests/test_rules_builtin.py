@@ -214,6 +214,7 @@ CASES = [
     ("l2-requests-per-instruction-staged-vs-reference", "branchy", "scale_good", None, False),
     ("lsu-work-without-reuse-vs-reference", "bank_conflict", "scale_good", None, False),
     ("more-branches-same-work-vs-reference", "branchy", "scale_good", None, False),
+    ("loop-branches-lower-issue-rate-with-barriers-vs-reference", "branchy", "scale_good", None, False),
     ("memory-instructions-per-byte-vs-reference", "scale_good", "add", None, False),
     ("same-memory-work-lower-rate-vs-reference", "add", "scale_good", None, False),
     ("same-instructions-lower-issue-rate-vs-reference", "fma_chain", "tail_wave", None, False),
@@ -274,7 +275,7 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     # test_diagnosis_recorded_pairs.test_basic_set_reports_name_the_cause_from_each_units_busy_time.
     basic_set_fires = {"l1-wavefronts-per-instruction-vs-reference", "l2-requests-per-instruction-vs-reference",
                        "l2-requests-per-instruction-staged-vs-reference", "lsu-work-without-reuse-vs-reference",
-                       "more-branches-same-work-vs-reference",
+                       "more-branches-same-work-vs-reference", "loop-branches-lower-issue-rate-with-barriers-vs-reference",
                        "memory-instructions-per-byte-vs-reference", "same-memory-work-lower-rate-vs-reference",
                        "same-instructions-lower-issue-rate-vs-reference",
                        "same-instructions-lower-issue-rate-with-barriers-vs-reference", "xu-bound-vs-reference", "fp64-pipe-vs-reference",

@@ -38,12 +38,19 @@ def not_slower(result: Diagnosis | None) -> bool:
 
 
 def findings_heading(count: int, result: Diagnosis | None) -> str:
-    if not_slower(result) and result.verdict.faster == "same":
-        return (f"Findings ({count}): A and B take the same time, so none of them costs time here; "
-                "counters that differ, not reasons")
-    if not_slower(result):
-        return f"Findings ({count}) on A, the faster kernel: its own headroom, none the reason for a gap"
-    return f"Findings ({count}), causes first, the largest share of the gap explained first"
+    faster = result.verdict.faster if not_slower(result) else None
+    return f"Findings ({count})" + (not_slower_note(faster) or
+                                     ", causes first, the largest share of the gap explained first")
+
+
+def not_slower_note(faster: str | None) -> str:
+    """What findings are where A is not the slower kernel ('same' or 'a', the verdict's `faster`);
+    '' otherwise."""
+    if faster == "same":
+        return ": A and B take the same time, so none of them costs time here; counters that differ, not reasons"
+    if faster == "a":
+        return " on A, the faster kernel: its own headroom, none the reason for a gap"
+    return ""
 
 
 def headline(verdict: Verdict | None, name_a: str = "A", name_b: str = "B") -> str:

@@ -35,6 +35,7 @@ class Page:
     blocks: list[tuple[str, str]] = field(default_factory=list)   # (heading, HTML fragment), in page order
     findings: list[dict[str, Any]] | None = None                  # None: no rules ran
     gap_within_noise: bool = False                                # the findings' shares are of a gap within noise
+    findings_note: str = ""                                       # what the findings are where A is not slower
     rules_not_evaluated: dict[str, list[str]] = field(default_factory=dict)   # rule id -> metrics missing
     notes: list[str] = field(default_factory=list)
 
@@ -174,7 +175,9 @@ def _sections(page: Page, *, with_plots: bool = True) -> list[str]:
         if page.rules_not_evaluated:
             names = ", ".join(f"{rule} ({', '.join(missing) or 'data missing'})" for rule, missing in page.rules_not_evaluated.items())
             skipped = f"<p class=\"dim\">Not evaluated (metrics not collected): {escape(names)}</p>"
-        out.append(f"<section id=\"findings\"><h2>Findings</h2>{findings_html(page.findings, page.gap_within_noise)}{skipped}</section>")
+        note = f"<p class=\"dim\">{escape(page.findings_note)}</p>" if page.findings_note and page.findings else ""
+        out.append(f"<section id=\"findings\"><h2>Findings</h2>{note}"
+                   f"{findings_html(page.findings, page.gap_within_noise)}{skipped}</section>")
     if page.plots and with_plots:
         figs = "".join(
             f"<figure id=\"plot-{escape(p.name)}\">{plots.to_svg(p.figure, p.name)}<figcaption>{escape(p.caption)}</figcaption></figure>"

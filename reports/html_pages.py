@@ -18,6 +18,7 @@ from kernelscope.profiler.units import (NOT_COLLECTED, format_change, format_rel
                                         kernel_label)
 from kernelscope.reports import plots
 from kernelscope.reports.change_ranking import SAME_WITHIN, largest_changes
+from kernelscope.reports.findings import not_slower_note
 from kernelscope.reports.html import (Page, Plot, escape, is_number, number, plain, shorten,
                                       signed_percent)
 from kernelscope.reports.structured import identity
@@ -42,6 +43,7 @@ def comparison_page(doc: dict[str, Any], profiles: tuple[KernelProfile, KernelPr
         findings=doc.get("findings"),
         rules_not_evaluated=dict(doc.get("rules_not_evaluated") or {}),
         gap_within_noise=bool((doc.get("verdict") or {}).get("within_noise")),
+        findings_note=_sentence(not_slower_note((doc.get("verdict") or {}).get("faster"))),
     )
     page.lead = _verdict_html(doc.get("verdict"), name_a, name_b)
     if doc.get("comparability"):
@@ -396,6 +398,11 @@ def _identity_table(identities: list[dict[str, Any]], roles: list[str]) -> str:
         for label, fn in rows
     )
     return f"<table class=\"identity\"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _sentence(note: str) -> str:
+    """A findings note as a sentence of its own ('' stays '')."""
+    return f"Findings{note}." if note else ""
 
 
 def _verdict_html(verdict: dict[str, Any] | None, name_a: str, name_b: str) -> str:

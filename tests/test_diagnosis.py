@@ -240,7 +240,7 @@ def _condition_on_reference(tmp_path) -> Path:
 def test_findings_of_kernels_that_take_the_same_time_say_they_cost_nothing(fixture_file):
     # The shipped GEMM timed as cuBLAS: its counters still differ, but no finding is a cost, and
     # the heading and each finding's impact say so instead of ranking causes of a gap.
-    from kernelscope.reports.findings import findings_heading, findings_markdown, impact_text
+    from kernelscope.reports.findings import findings_heading, findings_markdown, impact_text, not_slower_note
     gemm, cublas = load_profiles(fixture_file(GEMM))
     same = deepcopy(gemm)
     same.metrics["gpu__time_duration.sum"] = cublas.metrics["gpu__time_duration.sum"]
@@ -250,5 +250,9 @@ def test_findings_of_kernels_that_take_the_same_time_say_they_cost_nothing(fixtu
     assert "take the same time" in findings_markdown(result.findings, result=result)
     unshared = [f for f in result.findings if f.explains is None and f.impact is None]
     assert all(impact_text(f, no_gap=True) == "no gap to explain" for f in unshared)
+    # The HTML page says the same above its findings.
+    from kernelscope.reports.html_pages import _sentence
+    assert _sentence(not_slower_note("same")).startswith("Findings: A and B take the same time")
+    assert _sentence(not_slower_note("b")) == ""
     # A slower A keeps the ranking heading.
     assert findings_heading(3, diagnose(gemm, cublas)).startswith("Findings (3), causes first")

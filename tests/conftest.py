@@ -28,7 +28,9 @@ def pytest_collection_modifyitems(config, items):
     part = config.getoption("--gpu-part", None)
     if part is not None:
         k, n = gpu_tiers.parse_part(part)
-        chosen = set(gpu_tiers.deal([i.nodeid for i in items if "gpu" in i.keywords], n)[k - 1])
+        gpu = [i for i in items if "gpu" in i.keywords]
+        seconds = {i.nodeid: gpu_tiers.seconds_of(i) for i in gpu}
+        chosen = set(gpu_tiers.deal([i.nodeid for i in gpu], n, seconds)[k - 1])
         config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in chosen])
         items[:] = [i for i in items if i.nodeid in chosen]
     # The project's pytest plugin skips `gpu` tests where no CUDA GPU is visible; an installed

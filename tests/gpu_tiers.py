@@ -2,9 +2,11 @@
 `--gpu-part K/N` parts; the fast tier is the tests also marked `gpu_fast`.
 
 Parts are dealt by test function (all parametrizations of one function land in one part, so
-they share the kernels one process compiles), largest function first to the lightest part. The
-deal depends only on the node ids, never on the machine: parametrizations that embed an
-absolute path fall under the function they belong to.
+they share the kernels one process compiles), the longest function first to the part with the
+fewest seconds so far. A test's seconds are its `gpu_seconds(s)` marker where it has one (tests
+far slower than the rest, timed on an H200), else SECONDS_PER_TEST. The deal depends only on the
+node ids and those markers, never on the machine: parametrizations that embed an absolute path
+fall under the function they belong to.
 
 Which kernels and knobs a test exercises is read from the test itself: the registered kernel
 packages its module imports, and the `config` it is parametrized with.
@@ -22,6 +24,11 @@ from collections.abc import Mapping, Sequence
 
 PART = re.compile(r"^(\d+)/(\d+)$")
 
+# The mean of a GPU test without a `gpu_seconds` marker: parts 1-3 of the full tier at 213 tests
+# took 190.5, 190.2 and 153.1 s for 54, 53 and 53 tests on an H200 with a cold compile cache
+# (benchmarks/results/gpu-tiers-h200.txt.xz).
+SECONDS_PER_TEST = 3.5
+
 
 def parse_part(text: str) -> tuple[int, int]:
     """"K/N" -> (K, N) with 1 <= K <= N; ValueError otherwise."""
@@ -36,16 +43,27 @@ def function_of(nodeid: str) -> str:
     return nodeid.split("[", 1)[0]
 
 
-def deal(nodeids: Sequence[str], parts: int) -> list[list[str]]:
-    """The node ids split into `parts` lists: whole test functions, the one with most tests first,
-    each to the part holding fewest tests so far (ties: the lower part, the earlier name)."""
+def seconds_of(item) -> float:
+    """A collected test's expected seconds: its `gpu_seconds(s)` marker, else SECONDS_PER_TEST."""
+    marker = item.get_closest_marker("gpu_seconds")
+    return float(marker.args[0]) if marker is not None else SECONDS_PER_TEST
+
+
+def deal(nodeids: Sequence[str], parts: int, seconds: Mapping[str, float] | None = None) -> list[list[str]]:
+    """The node ids split into `parts` lists: whole test functions, the longest first (its tests'
+    `seconds`, SECONDS_PER_TEST each where not given), each to the part with the fewest seconds
+    so far (ties: the lower part, the earlier name)."""
+    seconds = seconds or {}
     groups: dict[str, list[str]] = {}
     for nodeid in nodeids:
         groups.setdefault(function_of(nodeid), []).append(nodeid)
+    length = {g: sum(seconds.get(x, SECONDS_PER_TEST) for x in ids) for g, ids in groups.items()}
     dealt: list[list[str]] = [[] for _ in range(parts)]
-    for name in sorted(groups, key=lambda g: (-len(groups[g]), g)):
-        lightest = min(range(parts), key=lambda i: (len(dealt[i]), i))
+    load = [0.0] * parts
+    for name in sorted(groups, key=lambda g: (-length[g], g)):
+        lightest = min(range(parts), key=lambda i: (load[i], i))
         dealt[lightest] += groups[name]
+        load[lightest] += length[name]
     return dealt
 
 
@@ -91,6 +109,7 @@ def item_record(item) -> dict:
     return {
         "nodeid": item.nodeid,
         "markers": sorted({m.name for m in item.iter_markers()}),
+        "seconds": seconds_of(item),
         "kernels": sorted(kernels_imported(getattr(item, "module", None))),
         "config": {k: _plain(v) for k, v in (item_config(item) or {}).items()},
         "strings": sorted(strings_in(getattr(item, "function", None))),

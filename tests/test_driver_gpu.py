@@ -126,6 +126,7 @@ def test_profile_captures_exactly_the_two_ranges(tmp_path, target, vs):
 
 @NEEDS_NCU
 @pytest.mark.gpu_fast
+@pytest.mark.gpu_seconds(29)  # 29.0 s on an H200 (gpu-tiers-h200.txt.xz, 2026-12-02)
 def test_cli_run_profile_diff_end_to_end(tmp_path):
     """The everyday commands as a user types them: run checks and times, profile writes a report
     of both sides, diff reads that report back and says which is faster."""

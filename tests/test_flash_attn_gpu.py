@@ -221,6 +221,7 @@ def test_a_launch_that_splits_nothing_runs_the_variant_without_the_split():
 ], ids=["three-stages", "o-in-q-three-stages", "three-warpgroups-three-stages", "work-queue",
         "work-queue-three-warpgroups", "fixed-stride", "wg-epilogue", "kv-multicast", "tail-split",
         "tail-ranges"])
+@pytest.mark.gpu_seconds(26)  # 21-31 s each on an H200 (gpu-tiers-h200.txt.xz, 2026-12-02): 51 launches, two compiles
 def test_repeated_launches_give_the_same_bits(config, first, second):
     """50 launches of the same variant write the same bits, then another shape is still right."""
     inputs, launch = check(config, *first)

@@ -57,6 +57,7 @@ def _other_kernels():
             fa.bind_flash_attn(fa.FlashAttnConfig(), f)]
 
 
+@pytest.mark.gpu_seconds(34)  # 34.2 s on an H200 (gpu-tiers-h200.txt.xz, 2026-12-02)
 def test_three_warpgroups_o_in_q_without_pingpong_under_stress():
     others = _other_kernels()
     launches = 0

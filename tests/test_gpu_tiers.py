@@ -112,10 +112,12 @@ def test_the_readme_parts_split_the_full_tier_exactly(tmp_path_factory, gpu_test
     dealt = sorted(nodeid for part in parts for nodeid in part)
     assert dealt == full, (f"lost: {sorted(set(full) - set(dealt))[:5]}, "
                            f"repeated or extra: {[x for x in set(dealt) if dealt.count(x) > 1 or x not in full][:5]}")
-    # Every part holds whole test functions and the deal is even to within the largest function.
-    largest = max(len([x for x in full if gpu_tiers.function_of(x) == f]) for f in map(gpu_tiers.function_of, full))
-    sizes = [len(p) for p in parts]
-    assert max(sizes) - min(sizes) <= largest, sizes
+    # Every part holds whole test functions and the deal is even in seconds to within the longest function.
+    seconds = {t["nodeid"]: t["seconds"] for t in gpu_tests}
+    longest = max(sum(s for x, s in seconds.items() if gpu_tiers.function_of(x) == f)
+                  for f in map(gpu_tiers.function_of, full))
+    loads = [sum(seconds[x] for x in p) for p in parts]
+    assert max(loads) - min(loads) <= longest, loads
     owner = {gpu_tiers.function_of(x): k for k, part in enumerate(parts) for x in part}
     assert all(owner[gpu_tiers.function_of(x)] == k for k, part in enumerate(parts) for x in part)
 
@@ -129,6 +131,25 @@ def test_deal_partitions_any_list_into_whole_functions(n):
     assert sorted(x for p in parts for x in p) == sorted(nodeids)
     assert gpu_tiers.deal(list(reversed(nodeids)), n) != [] and \
         [sorted(p) for p in gpu_tiers.deal(list(reversed(nodeids)), n)] == [sorted(p) for p in parts]
+
+
+def test_deal_weighs_tests_by_their_seconds():
+    """Two long tests of one function go to one part and the many short ones to the other, where
+    a deal by count would put the long function with half of the short ones."""
+    long = [f"tests/test_a.py::test_long[{p}]" for p in range(4)]
+    short = [f"tests/test_b.py::test_short_{f}" for f in range(12)]
+    seconds = {x: 30.0 for x in long} | {x: 3.0 for x in short}
+    parts = gpu_tiers.deal(long + short, 2, seconds)
+    assert sorted(map(sorted, parts), key=len) == [sorted(long), sorted(short)]
+    by_count = gpu_tiers.deal(long + short, 2)
+    assert any(set(long) <= set(p) and len(p) > len(long) for p in by_count)
+
+
+def test_unmarked_tests_weigh_seconds_per_test(gpu_tests):
+    marked = [t for t in gpu_tests if "gpu_seconds" in t["markers"]]
+    assert marked, "no GPU test carries a gpu_seconds marker"
+    assert all(t["seconds"] == gpu_tiers.SECONDS_PER_TEST for t in gpu_tests if "gpu_seconds" not in t["markers"])
+    assert all(t["seconds"] > gpu_tiers.SECONDS_PER_TEST for t in marked)
 
 
 @pytest.mark.parametrize("bad", ["0/3", "4/3", "3", "a/b", "1/0"])

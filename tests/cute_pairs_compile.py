@@ -5,12 +5,14 @@ Shared by the tests of each set."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+OPCODE_LINE = re.compile(r"^(\w+): (\[.*\])$")
 DIAGNOSIS = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis"
 
 
@@ -28,6 +30,8 @@ def compiled_opcodes(script: str, workdir: Path) -> dict[str, dict[str, int]]:
     assert list(workdir.iterdir()) == []
     found = {}
     for line in done.stdout.splitlines():
-        name, _, listed = line.partition(": ")
-        found[name] = dict(ast.literal_eval(listed))  # a sorted list of (opcode, count) pairs
+        # `<pair>_<side>: [(opcode, count), ...]`; a script may print other facts after them
+        listed = OPCODE_LINE.match(line)
+        if listed:
+            found[listed.group(1)] = dict(ast.literal_eval(listed.group(2)))
     return found

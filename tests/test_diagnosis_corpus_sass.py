@@ -424,6 +424,36 @@ def test_set13_pairs_carry_their_defects_in_the_sass(sass, listings):
     assert not _differs_only_in(sass["same_swizzle_pad_slow"], sass["same_swizzle_pad_fast"], INDEX_MATH | {"ULEA", "UMOV"})
 
 
+def test_set14_pairs_carry_their_defects_in_the_sass(sass, listings):
+    b = {name: _bases(ops) for name, ops in sass.items()}
+    source = (CORPUS / "corpus_set14.cuh").read_text()
+    # The rod: one body, declared with clusters of 4 or of 2 (the same cluster barriers and
+    # distributed shared-memory reads either way).
+    assert sass["rod_cluster4_slow"] == sass["rod_cluster4_fast"] and b["rod_cluster4_slow"]["UCGABAR_WAIT"] == 3
+    assert re.search(r"__cluster_dims__\(4, 1, 1\)[^\n]*\n?[^\n]*rod_cluster4_slow", source)
+    assert re.search(r"__cluster_dims__\(2, 1, 1\)[^\n]*\n?[^\n]*rod_cluster4_fast", source)
+    # The NF4 codebook: 8 constant loads indexed by a register in the slow kernel; the fast one reads
+    # the table from shared memory (8 LDS after one barrier) and indexes no constant bank.
+    indexed_constant = re.compile(r"LDC(\.\w+)* R\d+, c\[0x3\]\[R")
+    assert len(indexed_constant.findall(listings["nf4_codebook_slow"])) == 8
+    assert not indexed_constant.search(listings["nf4_codebook_fast"]) and b["nf4_codebook_fast"]["LDS"] == 8
+    assert b["nf4_codebook_slow"]["FMUL"] == b["nf4_codebook_fast"]["FMUL"] == 8
+    # The sorted scatter: one global atomic a thread in both; the fast kernel sums each run of equal
+    # destinations over the warp first (shuffles) and only a run's last lane adds.
+    assert b["scatter_sorted_slow"]["REDG"] == b["scatter_sorted_fast"]["REDG"] == 1
+    assert b["scatter_sorted_slow"]["SHFL"] == 0 and b["scatter_sorted_fast"]["SHFL"] >= 5
+    # The fused ops: the same eight ops, their element loops unrolled 12 times (12x the code and the
+    # FFMAs listed) or rolled.
+    assert b["fused_ops_unroll_slow"]["FFMA"] == 12 * b["fused_ops_unroll_fast"]["FFMA"] > 0
+    assert len(sass["fused_ops_unroll_slow"]) > 8 * len(sass["fused_ops_unroll_fast"])
+    # The SpMV: the same kernel; only the table of rows each block takes differs.
+    assert sass["spmv_degree_split_slow"] == sass["spmv_degree_split_fast"]
+    # The row sums (the same time): a shared-memory tree with a barrier a step against shuffles.
+    assert b["same_tree_shuffle_slow"]["BAR"] == 9 and b["same_tree_shuffle_fast"]["BAR"] == 1
+    assert b["same_tree_shuffle_slow"]["SHFL"] == 0 and b["same_tree_shuffle_fast"]["SHFL"] == 5
+    assert b["same_tree_shuffle_slow"]["LDG"] == b["same_tree_shuffle_fast"]["LDG"] == 16
+
+
 def test_the_recorded_basic_set_facts_are_the_corpus_code(listings):
     # reports/planted-basic-sass.json.xz carries facts the reader learned after it was recorded (MUFU, FCHK,
     # IMAD.HI, HMMA shapes), taken from this compile (benchmarks/diagnosis/compiled_sass_facts.py): every

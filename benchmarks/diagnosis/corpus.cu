@@ -22,6 +22,7 @@
 #include "corpus_set11.cuh"  // the eleventh, held out likewise
 #include "corpus_set12.cuh"  // the twelfth, held out likewise
 #include "corpus_set13.cuh"  // the thirteenth, held out likewise
+#include "corpus_set14.cuh"  // the fourteenth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -410,6 +411,7 @@ static std::vector<Pair> build_pairs() {
     add_set11_pairs(pairs);
     add_set12_pairs(pairs);
     add_set13_pairs(pairs);
+    add_set14_pairs(pairs);
     return pairs;
 }
 

@@ -36,9 +36,12 @@ REQUIRED_CAUSES = {
 # the 3 CuTe DSL pairs: all first; the 5 of set 11: all first, its same-time pair quiet; the 3 of
 # the second CuTe DSL set: all first; the 3 of set 12: all first, its same-time pair quiet; the 5 of
 # set 13: all first, its same-time pair quiet (benchmarks/diagnosis/README.md). ncu's rules hit@1 8,
-# hit@3 30.
-KERNELSCOPE_FLOOR = {"hit1": 83, "hit3": 83}
-NCU_MEASURED = {"hit1": 8, "hit3": 30}
+# hit@3 30. Set 14 and the third CuTe DSL set (held out, H200): 8 of 10 first, 9 in three, both
+# same-time pairs quiet; ncu's rules 0 first, 3 in three.
+KERNELSCOPE_FLOOR = {"hit1": 91, "hit3": 92}
+NCU_MEASURED = {"hit1": 8, "hit3": 33}
+# kernelscope (hit@1, hit@3) on the held-out pairs it missed at their first diff.
+HELD_OUT_MISSES = {"rod_cluster4": (False, True), "scatter_sorted": (False, False)}
 # ncu's own top rules per pair, as recorded (hit@1, hit@3): every other scored pair is (False, False).
 NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "divergence": (True, True),
             "spills_local": (False, True), "unfused_fp32": (True, True), "exposed_latency": (False, True),
@@ -51,7 +54,9 @@ NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "dive
             "stride2_loads": (False, True), "complex_mac": (True, True),
             "alias_prefix": (False, True), "local_table": (False, True), "gather_order": (False, True),
             "cute_smem_transpose": (False, True), "cute_local_fragment": (False, True),
-            "layernorm_smem": (False, True), "raking_scan": (False, True)}
+            "layernorm_smem": (False, True), "raking_scan": (False, True),
+            "cute3_cta_tile_count": (False, True), "cute3_smem_reserve": (False, True),
+            "cute3_persistent_split": (False, True)}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +84,8 @@ def test_labels_cover_the_required_causes_with_ids_of_the_vocabulary():
                                                      "gemm_transposed_tile", "same_copy_unroll", "same_block_512",
                                                      "same_broadcast_reads", "same_index_div", "same_expf",
                                                      "same_block_128", "cute_same_stride_unroll", "same_smem_64k",
-                                                     "cute2_same_layout_rows", "same_stream_blocks", "same_swizzle_pad"]
+                                                     "cute2_same_layout_rows", "same_stream_blocks", "same_swizzle_pad",
+                                                     "same_tree_shuffle", "cute3_same_tile_waves"]
     assert "serialized-wgmma" in {p.cause for p in scored}
 
 
@@ -155,7 +161,7 @@ def test_bad_labels_are_one_line_errors(tmp_path, capsys):
 
 def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
     rows, _ = result
-    assert len(rows) == 115
+    assert len(rows) == 127
     for row in rows:
         # A planting that came out the other way round (not scored) leaves A faster: nothing to explain.
         reversed_planting = not row["scored"] and row["gap"] < 1
@@ -167,9 +173,9 @@ def test_every_pair_is_judged_and_the_slow_kernel_is_slower(result):
 
 def test_totals_hold_what_was_measured(result):
     rows, total = result
-    assert total["pairs"] == 83
+    assert total["pairs"] == 93
     # Two launches that take the same time: no main reason, no cause in the code claiming a quarter of the gap.
-    assert (total["same_pairs"], total["kernelscope_quiet"]) == (17, 17)
+    assert (total["same_pairs"], total["kernelscope_quiet"]) == (19, 19)
     for k, floor in KERNELSCOPE_FLOOR.items():
         assert total[f"kernelscope_{k}"] >= floor
     assert {k: total[f"ncu_{k}"] for k in NCU_MEASURED} == NCU_MEASURED
@@ -178,8 +184,10 @@ def test_totals_hold_what_was_measured(result):
     assert [t["cause"] for t in by_id["same_gemm"]["kernelscope"]["top"]][:1] == ["lower-clock"]
     for row in rows:
         if row["scored"]:
-            # every pair's cause is named first by kernelscope
-            assert row["kernelscope"]["hit1"] and row["kernelscope"]["hit3"], row["id"]
+            # every pair's cause is named first by kernelscope, but set 14's two held-out misses
+            # (their first diff, before any rule change: README, "The fourteenth set")
+            expected = HELD_OUT_MISSES.get(row["id"], (True, True))
+            assert (row["kernelscope"]["hit1"], row["kernelscope"]["hit3"]) == expected, row["id"]
             assert (row["ncu"]["hit1"], row["ncu"]["hit3"]) == NCU_HITS.get(row["id"], (False, False)), row["id"]
     # what ncu's rules get right and wrong on this corpus, as recorded
     assert by_id["divergence"]["ncu"]["hit1"] and by_id["unfused_fp32"]["ncu"]["hit1"]
@@ -274,10 +282,11 @@ def test_the_busy_time_rules_on_pairs_they_were_not_written_on():
     # the kernels' SASS facts: busy.toml alone 39 as before; with code.toml (written knowing the misses)
     # 49. Floors for kernelscope, exact values for ncu.
     rows, total = bench.run(bench.DEFAULT_DIR / "basic_set_held_out")
-    assert total["pairs"] == 60
+    # Set 14 and the third CuTe DSL set, held out (H200): 6 of 10 first, 7 in three, quiet 2/2.
+    assert total["pairs"] == 70
     assert total["kernelscope_hit1"] >= 49 and total["kernelscope_hit3"] >= 49
-    assert (total["ncu_hit1"], total["ncu_hit3"]) == (4, 8)
-    assert total["same_pairs"] == 7 and total["kernelscope_quiet"] >= 6
+    assert (total["ncu_hit1"], total["ncu_hit3"]) == (5, 12)
+    assert total["same_pairs"] == 9 and total["kernelscope_quiet"] >= 8
 
 
 def test_reports_of_the_detailed_section_set_read_the_source_counters():

@@ -1,4 +1,4 @@
-"""What the CuTe DSL pair scripts (cute_pairs.py, cute_pairs_set2.py) share: compiling a kernel for
+"""What the CuTe DSL pair scripts (cute_pairs.py, cute_pairs_set2.py, cute_pairs_set3.py) share: compiling a kernel for
 its SASS opcodes without a GPU, and on the GPU checking each pair's outputs against each other, then
 timing both kernels or launching each once in an NVTX range for ncu.
 
@@ -31,27 +31,44 @@ class Pair:
     rtol: float = 0.0
 
 
-def listed_opcodes(fn: Callable, args: list, shown: Sequence[str]) -> dict[str, int]:
-    """Compile `fn` for the arch in CUTE_DSL_ARCH and count the SASS opcodes whose base is in `shown`."""
-    from kernelscope.toolchain.sass import dump_sass, sass_opcodes
-
+def read_compiled(fn: Callable, args: list, read: Callable[[str], Any]) -> Any:
+    """Compile `fn` for the arch in CUTE_DSL_ARCH to a cubin in a scratch folder and return
+    `read(cubin path)`."""
     # --dump-dir: the DSL otherwise writes each kept cubin into the working directory.
     with tempfile.TemporaryDirectory(prefix="kernelscope-cute-pairs-") as scratch:
         compiled = cute.compile(fn, *args, options=f"--keep-cubin --dump-dir={scratch}")
         cubin = os.path.join(scratch, "listed.cubin")
         with open(cubin, "wb") as f:
             f.write(compiled.__cubin__)
-        listings = dump_sass(cubin)
+        return read(cubin)
+
+
+def listed_opcodes(listings: dict[str, str], shown: Sequence[str]) -> dict[str, int]:
+    """The SASS opcodes of `listings` (function -> SASS text) whose base is in `shown`, counted."""
+    from kernelscope.toolchain.sass import sass_opcodes
+
     ops = Counter(op for listing in listings.values() for op in sass_opcodes(listing))
     return {op: n for op, n in ops.items() if op.split(".")[0] in shown}
 
 
-def compile_only(pairs: Sequence[Pair], shown: Sequence[str]) -> int:
-    """Print each kernel's defect-carrying opcodes as `<pair>_<side>: [(opcode, count), ...]`."""
+def compile_only(pairs: Sequence[Pair], shown: Sequence[str],
+                 facts: Callable[[Pair, str, str], str] | None = None) -> int:
+    """Print each kernel's defect-carrying opcodes as `<pair>_<side>: [(opcode, count), ...]`; then,
+    given `facts(pair, side, cubin path) -> text`, a line `<pair>_<side>: text` each, read from the
+    same compile."""
+    from kernelscope.toolchain.sass import dump_sass
+
+    fact_lines = []
     for pair in pairs:
         for side, fn in (("slow", pair.slow), ("fast", pair.fast)):
             args = pair.fake_args() + [cutlass.Int32(e) for e in pair.extra]
-            print(f"{pair.name}_{side}: {sorted(listed_opcodes(fn, args, shown).items())}")
+            ops, fact = read_compiled(fn, args, lambda cubin: (listed_opcodes(dump_sass(cubin), shown),
+                                                               facts(pair, side, cubin) if facts else None))
+            print(f"{pair.name}_{side}: {sorted(ops.items())}")
+            if fact is not None:
+                fact_lines.append(f"{pair.name}_{side}: {fact}")
+    for line in fact_lines:
+        print(line)
     return 0
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -372,27 +371,17 @@ def _dependent_ffma(listing: str) -> tuple[int, int]:
     return dependent, total
 
 
-def compile_facts(pair_list) -> None:
-    """Per kernel: registers per thread (cuobjdump), back-to-back dependent FFMA, and the shared memory
-    its launch reserves: what decides the chains, occupancy and the smem limit, which opcode counts miss."""
+def kernel_facts(pair: Pair, side: str, cubin: str) -> str:
+    """Registers per thread (cuobjdump), back-to-back dependent FFMA, and the shared memory the launch
+    reserves: what decides the chains, occupancy and the smem limit, which opcode counts miss."""
     from kernelscope.toolchain.cubin import function_resources
     from kernelscope.toolchain.sass import dump_sass
 
-    for pair in pair_list:
-        for index, (side, fn) in enumerate((("slow", pair.slow), ("fast", pair.fast))):
-            args = pair.fake_args() + [cutlass.Int32(e) for e in pair.extra]
-            with tempfile.TemporaryDirectory(prefix="kernelscope-cute-pairs-") as scratch:
-                compiled = cute.compile(fn, *args, options=f"--keep-cubin --dump-dir={scratch}")
-                cubin = os.path.join(scratch, "facts.cubin")
-                with open(cubin, "wb") as f:
-                    f.write(compiled.__cubin__)
-                listings = dump_sass(cubin)
-                resources, _ = function_resources(cubin)
-            registers = sorted({r.registers for r in resources.values() if r.registers is not None})
-            dependent, total = _dependent_ffma("\n".join(listings.values()))
-            smem = LAUNCH_SMEM.get(pair.name, (0, 0))[index]
-            print(f"{pair.name}_{side}: registers {registers}, FFMA after the FFMA they depend on "
-                  f"{dependent}/{total}, launch smem {smem} B")
+    resources, _ = function_resources(cubin)
+    registers = sorted({r.registers for r in resources.values() if r.registers is not None})
+    dependent, total = _dependent_ffma("\n".join(dump_sass(cubin).values()))
+    smem = LAUNCH_SMEM.get(pair.name, (0, 0))[("slow", "fast").index(side)]
+    return f"registers {registers}, FFMA after the FFMA they depend on {dependent}/{total}, launch smem {smem} B"
 
 
 def _fake(shape):
@@ -402,9 +391,7 @@ def _fake(shape):
 
 if __name__ == "__main__":
     if "--compile-only" in sys.argv:
-        status = compile_only(pairs(132), SHOWN)
-        compile_facts(pairs(132))
-        sys.exit(status)
+        sys.exit(compile_only(pairs(132), SHOWN, kernel_facts))
     import torch
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name(0)}, {sm_count} SMs")

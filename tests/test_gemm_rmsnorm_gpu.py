@@ -2,9 +2,7 @@
 over six decades, so a row scale applied to the wrong row, or along columns, or not at all, is
 off by orders of magnitude; partial tiles in M, N and K; both A-buffer schedules; the pingpong
 schedule (CTAs with one tile, so the second warpgroup has none, and with odd and even tile counts);
-clusters; an (N, K) weight; fp16; zero rows; every output element written (the output starts as NaN).
-Each schedule runs with the squares summed on the A registers and, as `spare-warps`, by the two
-producer warps that issue no TMA."""
+clusters; an (N, K) weight; fp16; zero rows; every output element written (the output starts as NaN)."""
 
 import os
 
@@ -57,11 +55,6 @@ def check(config, M, N, K, dtype="bfloat16", seed=0, w_major="n", zero_rows=(), 
     return rel
 
 
-SCHEDULES = pytest.mark.parametrize(
-    "schedule", [{"pingpong": False}, {"pingpong": True}, {"squares": "spare_warps"}],
-    ids=["cooperative", "pingpong", "spare-warps"])
-
-
 @pytest.mark.parametrize("M,N,K", [
     (1, 8, 8),                # one row, K below one k-tile
     (127, 264, 72),           # partial tiles in M, N and K
@@ -69,7 +62,7 @@ SCHEDULES = pytest.mark.parametrize(
     (1000, 1032, 1000),
     (4096, 4096, 512),        # more tiles than CTAs: several tiles per CTA, fresh sums per tile
 ])
-@SCHEDULES
+@pytest.mark.parametrize("schedule", [{"pingpong": False}, {"pingpong": True}], ids=["cooperative", "pingpong"])
 def test_shapes(M, N, K, schedule):
     check(schedule, M, N, K, seed=M + N + K)
 
@@ -83,20 +76,17 @@ def test_shapes(M, N, K, schedule):
     pytest.param({"pingpong": True, "cluster": (1, 1), "tile_n": 128}, marks=FAST),
     pytest.param({"pingpong": True, "cluster": (1, 2), "raster": "row"}, marks=FAST),
     {"pingpong": True, "cluster": (4, 1), "epi_stages": 2},
-    pytest.param({"squares": "spare_warps", "cluster": (1, 2), "raster": "row"}, marks=FAST),
-    {"squares": "spare_warps", "cluster": (1, 1), "tile_n": 128, "stages": 3},
-    {"squares": "spare_warps", "cluster": (4, 1), "square_unpack": "cvt"},
 ], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
 def test_configs(config):
     check(config, 520, 1096, 840, seed=11)
 
 
-@SCHEDULES
+@pytest.mark.parametrize("schedule", [{"pingpong": False}, {"pingpong": True}], ids=["cooperative", "pingpong"])
 def test_weight_given_as_n_by_k_and_fp16(schedule):
     check(schedule, 384, 776, 520, dtype="float16", w_major="k", seed=4)
 
 
-@SCHEDULES
+@pytest.mark.parametrize("schedule", [{"pingpong": False}, {"pingpong": True}], ids=["cooperative", "pingpong"])
 def test_zero_rows_and_huge_norm_spread(schedule):
     check(schedule, 256, 512, 1024, zero_rows=(0, 9, 130), decades=4.0, seed=8)
 
@@ -106,14 +96,6 @@ def test_pingpong_many_tiles_per_warpgroup_and_ring_wraps():
     # and 33 k-tiles per tile, which is not a multiple of any ring depth: each warpgroup's skip
     # over the other's k-tiles crosses the ring's wrap at a different stage every tile.
     check({"pingpong": True}, 8192, 3000, 2056, seed=21)
-
-
-@pytest.mark.parametrize("cluster", [(2, 1), (1, 2)])
-def test_spare_warps_many_tiles_per_cta_and_ring_wraps(cluster):
-    # About 12 tiles per CTA with 33 k-tiles each: the rstd buffer is rewritten tile after tile
-    # (its empty/full barriers go round many times) while the ring wraps at a different stage
-    # every tile.
-    check({"squares": "spare_warps", "cluster": cluster}, 8192, 3000, 2056, seed=22)
 
 
 def test_spec_launch_matches_reference():

@@ -206,3 +206,30 @@ class HopperGemm(WarpSpecializedGemm):
                                              gC[(None, None, tm, tn)], warp_idx)
                 pos += k_count
         self.epilogue.drain(warp_idx)
+
+    @cute.jit
+    def accumulate(self, tiled_mma, acc, tCrA, tCrB, ring, position, k_count, signals, dst):
+        """acc = the sum over the next k_count ring stages of their WGMMAs; returns the ring
+        position after them."""
+        k_blocks = cute.size(tCrA, mode=[2])
+        acc.fill(0.0)
+        prev_stage = position.index
+        for k in range(k_count):
+            stage = position.index
+            ring.consumer_wait(stage, position.phase)
+            cute.nvgpu.warpgroup.fence()
+            for kb in cutlass.range_constexpr(k_blocks):
+                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, stage)],
+                          tCrB[(None, None, kb, stage)], acc)
+            cute.nvgpu.warpgroup.commit_group()
+            # Keep one WGMMA group in flight; the one before it has finished reading its
+            # stage, which can go back to the producer.
+            cute.nvgpu.warpgroup.wait_group(1)
+            if k > 0:
+                ring.consumer_release(prev_stage, signals, dst)
+            prev_stage = stage
+            position.advance()
+        cute.nvgpu.warpgroup.wait_group(0)
+        if k_count > 0:
+            ring.consumer_release(prev_stage, signals, dst)
+        return position

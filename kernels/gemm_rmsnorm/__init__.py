@@ -61,12 +61,6 @@ TILE_M = 128                # two consumer warpgroups of 64 rows
 PINGPONG_TILE_M = 64        # pingpong: one warpgroup's own tile
 TILE_K = 64                 # one 128-byte swizzle row of 16-bit data
 DEFAULT_EPS = 1e-6
-# Who sums the rows' squares: "a_registers", the consumer warps on the A operand they copied into
-# registers for the WGMMAs; "spare_warps", two producer-warpgroup warps that issue no TMA, reading
-# the ring's X stages from shared memory, while the WGMMAs take both operands from shared memory.
-SQUARES = ("a_registers", "spare_warps")
-SQUARE_WARPS = 2             # spare_warps: warps 2 and 3 of the producer warpgroup
-ROW_NORM_BYTES = TILE_M * 4  # spare_warps: one fp32 rstd per row of the tile, in shared memory
 
 
 @dataclass(frozen=True)
@@ -83,7 +77,6 @@ class GemmRmsNormConfig(PersistentGemmConfig):
     a_buffers: int = 2                  # register buffers for the A operand (1: no overlap)
     pingpong: bool = False              # each consumer warpgroup its own 64-row tiles, taking turns
     square_unpack: str = "bits"         # bf16 -> fp32 for the squares: "bits" (mask, shift) or "cvt"
-    squares: str = "a_registers"        # who sums the squares: SQUARES
 
 
 def tile_m_of(cfg: GemmRmsNormConfig) -> int:
@@ -103,20 +96,10 @@ def ring_stages(cfg: GemmRmsNormConfig) -> int:
         raise ConfigRejected(f"pingpong must be true or false, got {cfg.pingpong!r}")
     if cfg.square_unpack not in ("cvt", "bits"):
         raise ConfigRejected(f"square_unpack must be 'cvt' or 'bits', got {cfg.square_unpack!r}")
-    if cfg.squares not in SQUARES:
-        raise ConfigRejected(f"squares must be one of {SQUARES}, got {cfg.squares!r}")
-    if cfg.squares == "spare_warps" and cfg.pingpong:
-        raise ConfigRejected("squares='spare_warps' hands one tile's row norms to both consumer "
-                             "warpgroups; pingpong gives each warpgroup tiles of its own")
-    if cfg.squares == "spare_warps" and cfg.a_buffers != 2:
-        raise ConfigRejected("a_buffers is a knob of the A-register path; squares='spare_warps' "
-                             "has no A registers")
     cfg.schedule_policy()
     tile_m = tile_m_of(cfg)
     # pingpong: one set of epilogue buffers per warpgroup.
     epi_bytes = tile_m * cfg.epi_n * 2 * cfg.epi_stages * (2 if cfg.pingpong else 1)
-    if cfg.squares == "spare_warps":
-        epi_bytes += ROW_NORM_BYTES
     return ring_depth((tile_m, cfg.tile_n, TILE_K), cfg.stages, 8, epi_bytes, SMEM_PER_BLOCK_BYTES)
 
 

@@ -9,8 +9,7 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from kernelscope.kernels.cute_build import cutlass_dtype
-from kernelscope.kernels.gemm_rmsnorm import (
-    PINGPONG_TILE_M, SQUARE_WARPS, TILE_K, TILE_M, ring_stages, row_halves, row_maps, tile_m_of)
+from kernelscope.kernels.gemm_rmsnorm import PINGPONG_TILE_M, TILE_K, TILE_M, ring_stages, row_maps, tile_m_of
 from kernelscope.kernels.sm90.barriers import GemmBarrier
 from kernelscope.kernels.sm90.epilogue import TmaStoreEpilogue
 from kernelscope.kernels.sm90.fragments import check_compact
@@ -33,9 +32,6 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         self.policy = cfg.schedule_policy()
         self.threads = 128 * (1 + self.CONSUMER_WGS)
         self.consumer_threads = 128 * self.CONSUMER_WGS
-        self.spare_warps = cfg.squares == "spare_warps"
-        # spare_warps: the threads of the two named barriers that hand a tile's rstd over.
-        self.row_norm_threads = 32 * SQUARE_WARPS + self.consumer_threads
         # pingpong: the turn to issue WGMMAs goes back and forth between the two warpgroups
         # (the waiter's 128 threads plus the other's arrival).
         self.turns = PingPongTurns(GemmBarrier.MMA_TURN_WG0, self.CONSUMER_WGS, threads=self.consumer_threads)
@@ -64,16 +60,10 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.dtype, self.dtype, x_layout.sm90_mma_major_mode(), w_layout.sm90_mma_major_mode(),
             cutlass.Float32, (mma_wgs, 1, 1), tiler_mn=(64, self.tile_mnk[1]),
-            a_source=warpgroup.OperandSource.SMEM if self.spare_warps else warpgroup.OperandSource.RMEM)
-        if cutlass.const_expr(self.spare_warps):
-            # Only the accumulators' rows matter: a thread's values lie in rows r and r + 8.
-            tv_c = tiled_mma.tv_layout_C_tiled
-            self.a_half = None
-            self.c_half = row_halves(tv_c, 128 * mma_wgs, cute.size(tv_c, mode=[1]), self.tile_mnk[0])
-        else:
-            # Which of its two rows each register holds, for the A operand and the accumulators;
-            # the row scaling in the epilogue relies on both maps (checked here, at trace time).
-            self.a_half, self.c_half = row_maps(tiled_mma, 128 * mma_wgs, self.tile_mnk[0])
+            a_source=warpgroup.OperandSource.RMEM)
+        # Which of its two rows each register holds, for the A operand and the accumulators;
+        # the row scaling in the epilogue relies on both maps (checked here, at trace time).
+        self.a_half, self.c_half = row_maps(tiled_mma, 128 * mma_wgs, self.tile_mnk[0])
 
         sX_layout, sW_layout = self.make_ab_smem_layouts(x_layout, w_layout)
         sY_layout = self.epilogue.make_smem_layout()
@@ -82,10 +72,8 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         tiles_m, tiles_n, clusters = self.persistent_grid(mY, max_clusters)
 
         # pingpong: one set of epilogue buffers per warpgroup.
-        extra = [("sRstd", cutlass.Float32, cute.make_layout(TILE_M))] if self.spare_warps else []
         self.storage = self.shared_storage(sX_layout, sW_layout, self.dtype, sY_layout,
-                                           c_buffers=self.CONSUMER_WGS if self.cfg.pingpong else 1,
-                                           extra=extra)
+                                           c_buffers=self.CONSUMER_WGS if self.cfg.pingpong else 1)
         inv_k = cutlass.Float32(1.0) / cutlass.Float32(mX.shape[1])
         self.launch(self.kernel(tma_x, tX, tma_w, tW, tma_y, tY, tiled_mma, sX_layout, sW_layout, sY_layout,
                                 tiles_m, tiles_n, inv_k, eps), clusters, stream)
@@ -101,10 +89,8 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
 
         storage = SmemAllocator().allocate(self.storage)
         # pingpong: a stage holds one warpgroup's k-tile, released by its 4 warps
-        # spare_warps: the square-summing warps read every stage too and release it as consumers do.
         ring = self.open_ring(storage.barriers.data_ptr(), warp_idx, sX_layout, sW_layout,
-                              consumer_warps=4 if self.cfg.pingpong else
-                              4 * self.CONSUMER_WGS + (SQUARE_WARPS if self.spare_warps else 0))
+                              consumer_warps=4 if self.cfg.pingpong else 4 * self.CONSUMER_WGS)
 
         sX = storage.sA.get_tensor(sX_layout.outer, swizzle=sX_layout.inner)
         sW = storage.sB.get_tensor(sW_layout.outer, swizzle=sW_layout.inner)
@@ -116,23 +102,12 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
         gX, gW, gY, k_tiles = self.global_tiles(mX, mW, mY)
         sched = TileScheduler(self.policy, tiles_m, tiles_n)
 
-        sRstd = storage.sRstd.get_tensor(cute.make_layout(TILE_M)) if self.spare_warps else None
-
         if warp_idx < self.PRODUCER_WARPS:
             self.run_producer(warp_idx, ring, sched, k_tiles, tma_x, sX, gX, tma_w, sW, gW,
                               cta_m, cta_n, first_work, work_stride)
-            if cutlass.const_expr(self.spare_warps):
-                if warp_idx >= self.PRODUCER_WARPS - SQUARE_WARPS:
-                    self.sum_squares(ring, sched, k_tiles, sX, sRstd, inv_k, eps,
-                                     tidx - 32 * (self.PRODUCER_WARPS - SQUARE_WARPS), lane, cta_rank,
-                                     first_work, work_stride)
         else:
             cute.arch.setmaxregister_increase(self.CONSUMER_REGS)
-            if cutlass.const_expr(self.spare_warps):
-                self.consume_smem_a(tiled_mma, tma_y, sX, sW, sY, sRstd, gY, ring, sched, k_tiles,
-                                    tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work,
-                                    work_stride)
-            elif cutlass.const_expr(self.cfg.pingpong):
+            if cutlass.const_expr(self.cfg.pingpong):
                 # One copy of the consumer per warpgroup, so that its barrier ids, store warp
                 # and epilogue buffers are constants (at any moment one warpgroup runs the
                 # main loop and the other the epilogue, so the two copies should need
@@ -148,121 +123,6 @@ class FusedRmsNormGemm(WarpSpecializedGemm):
             else:
                 self.consume(tiled_mma, tma_y, sX, sW, sY, gY, ring, sched, k_tiles, inv_k, eps,
                              tidx - 128, warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride)
-
-    @cute.jit
-    def sum_squares(self, ring, sched, k_tiles, sX, sRstd, inv_k, eps, stidx, lane, cta_rank,
-                    first_work, work_stride):
-        """squares='spare_warps': two producer-warpgroup warps walk the ring as the consumers do and
-        sum each row's squares from the X stages in shared memory (thread `stidx` of 64: rows
-        stidx and stidx + 64, in 16-byte pieces; 8 lanes read 8 rows of one 128-byte swizzle
-        row, which the swizzle spreads over all banks). After a tile's last k-tile they write its
-        128 rstd values to sRstd and arrive on ROW_NORMS_FULL; before overwriting them for the
-        next tile they wait on ROW_NORMS_EMPTY, on which the consumers arrive once they have
-        read them (only for tiles that have a next)."""
-        threads = 32 * SQUARE_WARPS
-        chunk = 8                                              # 16 bytes of 16-bit values
-        copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype, num_bits_per_copy=128),
-            cute.make_layout((threads, 1)), cute.make_layout((1, chunk)))
-        tXsX = copy.get_slice(stidx).partition_S(sX)           # (CPY, ROWS, CHUNKS, stage)
-        rows = cute.size(tXsX, mode=[1])
-        chunks = cute.size(tXsX, mode=[2])
-        piece = cute.make_rmem_tensor(tXsX[(None, None, 0, 0)].shape, self.dtype)
-        sums = cute.make_rmem_tensor((rows,), cutlass.Float32)
-        signals, dst = ring.release_signal(cta_rank, lane)
-
-        position = RingPosition.consumer_start(self.stages)
-        tiles_done = cutlass.Int32(0)
-        work = first_work
-        while work < sched.num_work:
-            sums.fill(0.0)
-            for k in range(k_tiles):
-                stage = position.index
-                ring.consumer_wait(stage, position.phase)
-                for c in cutlass.range_constexpr(chunks):
-                    cute.copy(copy, tXsX[(None, None, c, stage)], piece)
-                    self.add_piece_squares(piece, sums, rows, chunk)
-                # The squares depend on every loaded value, so the loads have returned here.
-                ring.consumer_release(stage, signals, dst)
-                position.advance()
-            if tiles_done > 0:
-                cute.arch.barrier(barrier_id=int(GemmBarrier.ROW_NORMS_EMPTY),
-                                  number_of_threads=self.row_norm_threads)
-            for r in cutlass.range_constexpr(rows):
-                sRstd[stidx + r * threads] = cute.math.rsqrt(sums[r] * inv_k + eps, fastmath=False)
-            cute.arch.barrier_arrive(barrier_id=int(GemmBarrier.ROW_NORMS_FULL),
-                                     number_of_threads=self.row_norm_threads)
-            tiles_done += 1
-            work += work_stride
-
-    @cute.jit
-    def add_piece_squares(self, piece, sums, rows: cutlass.Constexpr, chunk: cutlass.Constexpr):
-        """sums[r] += the squares of row r's `chunk` values in `piece` (CPY, ROWS); bf16 by mask
-        and shift as in add_squares_by_words, fp16 (or square_unpack='cvt') by conversion."""
-        if cutlass.const_expr(self.cfg.square_unpack == "bits" and self.dtype == cutlass.BFloat16):
-            check_compact(piece)
-            words = cute.recast_tensor(cute.make_tensor(piece.iterator, cute.make_layout(rows * chunk)),
-                                       cutlass.Uint32)
-            bits = cute.make_rmem_tensor(cute.make_layout(2), cutlass.Uint32)
-            halves = cute.recast_tensor(bits, cutlass.Float32)
-            for r in cutlass.range_constexpr(rows):
-                for w in cutlass.range_constexpr(chunk // 2):
-                    word = words[r * (chunk // 2) + w]
-                    bits[0] = word & cutlass.Uint32(0xFFFF0000)
-                    bits[1] = word << cutlass.Uint32(16)
-                    sums[r] = sums[r] + halves[0] * halves[0]
-                    sums[r] = sums[r] + halves[1] * halves[1]
-        else:
-            for r in cutlass.range_constexpr(rows):
-                for v in cutlass.range_constexpr(chunk):
-                    x = piece[v, r].to(cutlass.Float32)
-                    sums[r] = sums[r] + x * x
-
-    @cute.jit
-    def consume_smem_a(self, tiled_mma, tma_y, sX, sW, sY, sRstd, gY, ring, sched, k_tiles, ctidx,
-                       warp_idx, lane, cta_rank, cta_m, cta_n, first_work, work_stride):
-        """squares='spare_warps': a consumer warpgroup runs gemm's main loop (WGMMAs with X and W'
-        from the ring), then scales its rows by the rstd the square-summing warps left in sRstd."""
-        bm, bn, _ = self.tile_mnk
-        wg = cute.arch.make_warp_uniform(ctidx // 128)
-        thr_mma = tiled_mma.get_slice(wg * 128)
-        tCsX = thr_mma.partition_A(sX)
-        tCsW = thr_mma.partition_B(sW)
-        tCrX = tiled_mma.make_fragment_A(tCsX)
-        tCrW = tiled_mma.make_fragment_B(tCsW)
-        acc = cute.make_rmem_tensor(thr_mma.partition_shape_C((bm, bn)), cutlass.Float32)
-        # The tile rows of this thread's accumulators: for each m-block the row of its first value
-        # (c_half 0) and, 8 below it, that of the others (row_halves checked both at trace time).
-        rows_per_thread = cute.size(acc, mode=[1])
-        coords = tiled_mma.get_slice(ctidx).partition_C(cute.make_identity_tensor((bm, bn)))
-        first_low = self.c_half.index(0)
-        rstd = cute.make_rmem_tensor((2 * rows_per_thread,), cutlass.Float32)
-
-        signals, dst = ring.release_signal(cta_rank, lane)
-        tiled_r2s, thr_r2s = self.epilogue.make_r2s(tiled_mma, ctidx)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-        position = RingPosition.consumer_start(self.stages)
-        work = first_work
-        while work < sched.num_work:
-            tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
-            position = self.accumulate(tiled_mma, acc, tCrX, tCrW, ring, position, k_tiles, signals, dst)
-            cute.arch.barrier(barrier_id=int(GemmBarrier.ROW_NORMS_FULL),
-                              number_of_threads=self.row_norm_threads)
-            for m in cutlass.range_constexpr(rows_per_thread):
-                row = coords[(first_low, m, 0)][0]
-                rstd[2 * m] = sRstd[row]
-                rstd[2 * m + 1] = sRstd[row + 8]
-            if work + work_stride < sched.num_work:
-                cute.arch.barrier_arrive(barrier_id=int(GemmBarrier.ROW_NORMS_EMPTY),
-                                         number_of_threads=self.row_norm_threads)
-            acc_values = cute.size(acc, mode=[0])
-            for m in cutlass.range_constexpr(rows_per_thread):
-                for n in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                    for v in cutlass.range_constexpr(acc_values):
-                        acc[v, m, n] = acc[v, m, n] * rstd[2 * m + self.c_half[v]]
-            self.epilogue.store_tile(tma_y, tiled_r2s, thr_r2s, acc, sY, gY[(None, None, tm, tn)], warp_idx)
-            work += work_stride
-        self.epilogue.drain(warp_idx)
 
     def consumer_operands(self, tiled_mma, sW, sX, tidx):
         """What a consumer thread `tidx` (its index among the threads of the MMA) works with: W'

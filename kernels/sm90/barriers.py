@@ -20,8 +20,6 @@ class GemmBarrier(IntEnum):
     MMA_TURN_WG1 = 3             # ... and warpgroup 1
     EPILOGUE_WG0 = 4             # pingpong: warpgroup 0's own epilogue barrier
     EPILOGUE_WG1 = 5             # ... and warpgroup 1's
-    ROW_NORMS_FULL = 6           # gemm_rmsnorm, squares in spare warps: a tile's rstd is in shared memory
-    ROW_NORMS_EMPTY = 7          # ... and the consumers have read it (the buffer may be rewritten)
 
 
 @unique

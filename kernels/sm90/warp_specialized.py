@@ -61,13 +61,12 @@ class WarpSpecializedGemm:
             clusters = cutlass.Int32(cutlass.select_(sched.shared_tiles > 0, max_clusters, clusters))
         return tiles_m, tiles_n, clusters
 
-    def shared_storage(self, sA_layout, sB_layout, c_dtype, sC_layout, c_buffers: int = 1, extra=()):
-        """The CTA's shared memory: the ring's barrier words, the A and B stages, `c_buffers`
-        epilogue buffers (field sC, or sC0, sC1, ... when more than one), then the kernel's own
-        `extra` buffers ((name, dtype, layout) each)."""
+    def shared_storage(self, sA_layout, sB_layout, c_dtype, sC_layout, c_buffers: int = 1):
+        """The CTA's shared memory: the ring's barrier words, the A and B stages and `c_buffers`
+        epilogue buffers (field sC, or sC0, sC1, ... when more than one)."""
         c_names = ["sC"] if c_buffers == 1 else [f"sC{i}" for i in range(c_buffers)]
         return shared_storage(self.stages * 2, [("sA", self.ab_dtype, sA_layout), ("sB", self.ab_dtype, sB_layout)]
-                              + [(name, c_dtype, sC_layout) for name in c_names] + list(extra))
+                              + [(name, c_dtype, sC_layout) for name in c_names])
 
     def launch(self, kernel, clusters, stream):
         cm, cn = self.cluster_mn
@@ -122,30 +121,3 @@ class WarpSpecializedGemm:
             a_policy, b_policy = self.load_policies()
             produce_ab_tiles(ring, sched, k_tiles, tma_a, sA, gA, tma_b, sB, gB,
                              cta_m, cta_n, first_work, work_stride, a_policy, b_policy)
-
-    @cute.jit
-    def accumulate(self, tiled_mma, acc, tCrA, tCrB, ring, position, k_count, signals, dst):
-        """acc = the sum over the next k_count ring stages of their WGMMAs (A and B both from the
-        ring's shared memory); returns the ring position after them."""
-        k_blocks = cute.size(tCrA, mode=[2])
-        acc.fill(0.0)
-        prev_stage = position.index
-        for k in range(k_count):
-            stage = position.index
-            ring.consumer_wait(stage, position.phase)
-            cute.nvgpu.warpgroup.fence()
-            for kb in cutlass.range_constexpr(k_blocks):
-                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, stage)],
-                          tCrB[(None, None, kb, stage)], acc)
-            cute.nvgpu.warpgroup.commit_group()
-            # Keep one WGMMA group in flight; the one before it has finished reading its
-            # stage, which can go back to the producer.
-            cute.nvgpu.warpgroup.wait_group(1)
-            if k > 0:
-                ring.consumer_release(prev_stage, signals, dst)
-            prev_stage = stage
-            position.advance()
-        cute.nvgpu.warpgroup.wait_group(0)
-        if k_count > 0:
-            ring.consumer_release(prev_stage, signals, dst)
-        return position

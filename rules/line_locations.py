@@ -58,6 +58,9 @@ WAITS_AT = {
                         "not for other warps",
     "BAR": "bar.sync: the warps wait for the other warps of the barrier",
     "SYNCS.PHASECHK": "an mbarrier wait: the warps wait for data (TMA bytes) or another warp's arrival",
+    # The sleep between the polls of an mbarrier try-wait loop (the DSL's mbarrier_wait).
+    "NANOSLEEP.SYNCS": "an mbarrier wait, asleep between polls: the warps wait for data (TMA bytes) or "
+                       "another warp's arrival",
 }
 MIN_OPCODE_SHARE = 0.5      # a line's samples are said to sit on one instruction kind from this share
 MIN_SHARED_SOURCE = 0.5     # growth per line only where the lines shared with the reference hold this share

@@ -1034,3 +1034,34 @@ def test_the_newest_busy_readings_fire_on_their_own_pairs_alone():
                 if f.rule_id in fired:
                     fired[f.rule_id].add(slow[:-5])
     assert fired == wanted
+
+
+def test_a_tile_read_twice_from_shared_memory_is_named_before_the_tensor_pipe():
+    # gemm_rmsnorm at 8192x4096x4096, H200, full set, one device call (the diagnosis benchmark's
+    # rmsnorm_squares_from_shared): the squares summed by spare warps from the X stages, the WGMMAs
+    # reading X from shared memory as well, against one ldmatrix copy feeding both. Before: the
+    # tensor-pipe symptom first, then long-scoreboard waits with advice about global loads.
+    slow, fast = load_profiles(REPORTS / "own-kernels-h200-rmsnorm.json.xz")
+    result = diagnose(slow, fast)
+    top = result.findings[0]
+    assert (top.rule_id, top.cause) == ("shared-traffic-vs-reference", "shared-memory-traffic")
+    assert result.main_reason is top and top.explains > 0.9
+    assert "shared-memory wavefronts 51,403,419 vs 42,967,606" in top.message
+    assert "the pipe 63.3% busy" in top.message
+    # The other way round (less traffic): quiet.
+    assert "shared-traffic-vs-reference" not in {f.rule_id for f in diagnose(fast, slow).findings}
+    # Extra wavefronts that are bank conflicts are the conflict rules' cause, not this one.
+    conflicted = copy.deepcopy(slow)
+    extra = slow.value("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") - fast.value("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")
+    name = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+    conflicted.metrics[name] = Metric(slow.value(name) + 0.8 * extra, "")
+    assert "shared-traffic-vs-reference" not in {f.rule_id for f in diagnose(conflicted, fast).findings}
+    # So are the operand reads of twice the WGMMAs (gemm_transposed_tile: 1.18x the wavefronts).
+    narrower, wider = load_profiles(REPORTS / "own-kernels-h200.json.xz")
+    assert "shared-traffic-vs-reference" not in {f.rule_id for f in diagnose(narrower, wider).findings}
+
+def test_fences_through_an_idle_shared_pipe_are_no_shared_traffic(set2):
+    # memory_fences (set 2): the fences' wavefronts 125x the reference's, in a pipe 5 % busy.
+    findings = diagnose(set2["memory_fences_slow"], set2["memory_fences_fast"]).findings
+    assert findings[0].cause == "memory-fences"
+    assert "shared-traffic-vs-reference" not in {f.rule_id for f in findings}

@@ -394,3 +394,12 @@ def test_wasted_traffic_is_located_where_the_excess_is_not_where_the_samples_are
     # The excess survives a JSON round trip of the per-line records.
     back = LineProfile.from_dict(json.loads(json.dumps(slow.source_lines.to_dict())))
     assert {r.line: r.excess for r in back.records if r.excess} == {r.line: r.excess for r in slow.source_lines.records if r.excess}
+
+
+def test_an_mbarrier_waits_sleep_says_what_it_waits_for():
+    # The DSL's mbarrier_wait polls with a try-wait and sleeps between polls: ncu samples the
+    # waiting warp at NANOSLEEP.SYNCS (long scoreboard), which is no global load.
+    from kernelscope.rules.line_locations import _dominant_opcode
+    loc = _dominant_opcode({"NANOSLEEP.SYNCS": 90.0, "BRA": 10.0}, 100.0)
+    assert loc["opcode"] == "NANOSLEEP.SYNCS" and "mbarrier wait" in loc["waits_for"]
+    assert "waits_for" not in _dominant_opcode({"NANOSLEEP": 90.0}, 100.0)

@@ -1060,6 +1060,7 @@ def test_a_tile_read_twice_from_shared_memory_is_named_before_the_tensor_pipe():
     narrower, wider = load_profiles(REPORTS / "own-kernels-h200.json.xz")
     assert "shared-traffic-vs-reference" not in {f.rule_id for f in diagnose(narrower, wider).findings}
 
+
 def test_fences_through_an_idle_shared_pipe_are_no_shared_traffic(set2):
     # memory_fences (set 2): the fences' wavefronts 125x the reference's, in a pipe 5 % busy.
     findings = diagnose(set2["memory_fences_slow"], set2["memory_fences_fast"]).findings

@@ -37,11 +37,12 @@ REQUIRED_CAUSES = {
 # the second CuTe DSL set: all first; the 3 of set 12: all first, its same-time pair quiet; the 5 of
 # set 13: all first, its same-time pair quiet (benchmarks/diagnosis/README.md). ncu's rules hit@1 8,
 # hit@3 30. Set 14 and the third CuTe DSL set (held out, H200): 8 of 10 first, 9 in three, both
-# same-time pairs quiet; ncu's rules 0 first, 3 in three.
-KERNELSCOPE_FLOOR = {"hit1": 91, "hit3": 92}
+# same-time pairs quiet; ncu's rules 0 first, 3 in three. Since then scatter_sorted is named first
+# (rule atomic-traffic-vs-reference, written after its miss: no longer held out).
+KERNELSCOPE_FLOOR = {"hit1": 92, "hit3": 93}
 NCU_MEASURED = {"hit1": 8, "hit3": 33}
-# kernelscope (hit@1, hit@3) on the held-out pairs it missed at their first diff.
-HELD_OUT_MISSES = {"rod_cluster4": (False, True), "scatter_sorted": (False, False)}
+# kernelscope (hit@1, hit@3) on the held-out pairs it missed at their first diff and still misses.
+HELD_OUT_MISSES = {"rod_cluster4": (False, True)}
 # ncu's own top rules per pair, as recorded (hit@1, hit@3): every other scored pair is (False, False).
 NCU_HITS = {"uncoalesced": (False, True), "bank_conflicts": (False, True), "divergence": (True, True),
             "spills_local": (False, True), "unfused_fp32": (True, True), "exposed_latency": (False, True),
@@ -184,8 +185,8 @@ def test_totals_hold_what_was_measured(result):
     assert [t["cause"] for t in by_id["same_gemm"]["kernelscope"]["top"]][:1] == ["lower-clock"]
     for row in rows:
         if row["scored"]:
-            # every pair's cause is named first by kernelscope, but set 14's two held-out misses
-            # (their first diff, before any rule change: README, "The fourteenth set")
+            # every pair's cause is named first by kernelscope, but set 14's held-out miss left
+            # (README, "The fourteenth set")
             expected = HELD_OUT_MISSES.get(row["id"], (True, True))
             assert (row["kernelscope"]["hit1"], row["kernelscope"]["hit3"]) == expected, row["id"]
             assert (row["ncu"]["hit1"], row["ncu"]["hit3"]) == NCU_HITS.get(row["id"], (False, False)), row["id"]

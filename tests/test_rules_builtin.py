@@ -99,6 +99,8 @@ CASES = [
     ("shared-traffic-vs-reference", "bank_conflict", "scale_good", None, False),
     ("shared-traffic-vs-reference", "cublas", "gemm_default", None, False),
     ("shared-traffic-vs-reference", "gemm_default", "cublas", None, False),
+    # no atomics on either side (the firing case is the diagnosis benchmark's scatter_sorted)
+    ("atomic-traffic-vs-reference", "bank_conflict", "scale_good", None, False),
     # an elementwise kernel has no tensor work to under-use
     ("tensor-pipe-below-reference", "add", "cublas_gemm", None, False),
     ("tensor-pipe-below-reference", "cublas_gemm", "add", None, False),
@@ -268,7 +270,8 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     # diagnosis corpus (benchmarks/diagnosis), measured by bench_diagnosis.
     corpus_fires = {"atomic-contention", "special-math", "shared-memory-occupancy", "cluster-residency-limit",
                     "dram-rate-below-reference", "long-scoreboard-vs-reference", "mma-shape-vs-reference",
-                    "narrow-wgmma-vs-reference", "shared-traffic-vs-reference"}
+                    "narrow-wgmma-vs-reference", "shared-traffic-vs-reference",
+                    "atomic-traffic-vs-reference"}
     # Planted in no report yet: fired on synthetic profiles in test_rules_planted_causes.
     synthetic_fires = {"fp64-arithmetic", "excess-synchronization", "memory-fences", "instruction-cache-misses",
                        "constant-cache-serialization", "load-imbalance-sms", "load-imbalance-warps", "shared-atomic-contention",

@@ -13,11 +13,12 @@ launches a command looks at (profiler.report.load_report's `static_sass`).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 from kernelscope.profiler.record import Metric
-from kernelscope.toolchain.sass import hmma_products, instruction_opcode, local_memory_bytes
+from kernelscope.toolchain.sass import access_bytes, hmma_products, instruction_opcode, local_memory_bytes
 
 FUNCTION_PCS = "launch__function_pcs"
 INSTRUCTION_BYTES = 16
@@ -88,7 +89,50 @@ SPECIAL_FUNCTION = "MUFU"
 
 def sass_facts(code: list[str]) -> dict[str, Metric]:
     """The static__ metrics of one function's SASS (as read: see MAX_INSTRUCTIONS)."""
-    return opcode_facts([instruction_opcode(i) for i in code])
+    return {**opcode_facts([instruction_opcode(i) for i in code]), **async_copy_facts(code)}
+
+
+# Global memory by opcode base: loads, stores, and the atomics and reductions that L2 applies (RED and
+# ATOM on generic addresses land there too in practice; ATOMS, shared memory's, is counted above).
+GLOBAL_LOADS = ("LDG",)
+GLOBAL_STORES = ("STG",)
+GLOBAL_ATOMICS = ("RED", "REDG", "ATOM", "ATOMG")
+
+
+def _mean_width(opcodes: list[str], bases: tuple[str, ...]) -> float | None:
+    widths = [access_bytes(op) for op in opcodes if op.split(".")[0] in bases]
+    return sum(widths) / len(widths) if widths else None
+
+
+def global_access_facts(opcodes: list[str]) -> dict[str, Metric]:
+    """How wide the code's global loads and stores are, and how many global atomics it holds. Two
+    kernels whose memory instructions are as many (a counter) and as wide (these) request the same
+    bytes: more sectors for them are sectors fetched and not used."""
+    bases = Counter(op.split(".")[0] for op in opcodes)
+    facts = {"static__global_atomic_instructions": Metric(sum(bases.get(b, 0) for b in GLOBAL_ATOMICS), "inst")}
+    for name, kind in (("load", GLOBAL_LOADS), ("store", GLOBAL_STORES)):
+        facts[f"static__global_{name}_instructions"] = Metric(sum(bases.get(b, 0) for b in kind), "inst")
+        width = _mean_width(opcodes, kind)
+        if width is not None:
+            facts[f"static__global_{name}_bytes_per_instruction"] = Metric(width, "byte")
+    return facts
+
+
+# cp.async (LDGSTS) groups are committed by LDGDEPBAR and waited for by `DEPBAR.LE SB0, n`: at most n
+# groups still in flight after the wait (cp.async.wait_group n).
+ASYNC_COPY = "LDGSTS"
+_ASYNC_COPY_WAIT = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?DEPBAR\.LE\s+SB0\s*,\s*(0x[0-9a-fA-F]+|\d+)")
+
+
+def async_copy_facts(code: list[str]) -> dict[str, Metric]:
+    """For code with cp.async copies: the most copy groups any of its waits leaves in flight. 0 is a
+    pipeline that waits for every copy it asked for before it computes (no copy overlaps the work)."""
+    if not any(instruction_opcode(i).split(".")[0] == ASYNC_COPY for i in code):
+        return {}
+    left = [int(m.group(1), 0) for m in map(_ASYNC_COPY_WAIT.match, (i.strip() for i in code)) if m]
+    if not left:
+        return {}
+    return {"static__async_copy_groups_in_flight": Metric(max(left), "count")}
 
 
 def opcode_facts(opcodes: list[str]) -> dict[str, Metric]:
@@ -107,6 +151,7 @@ def opcode_facts(opcodes: list[str]) -> dict[str, Metric]:
         max(0, bases.get(SPECIAL_FUNCTION, 0) - divisor_reciprocals), "inst")
     facts["static__mul_high_instructions"] = Metric(
         sum(1 for op in opcodes if op == MUL_HIGH or op.startswith(MUL_HIGH + ".")), "inst")
+    facts.update(global_access_facts(opcodes))
     products = [p for p in map(hmma_products, opcodes) if p is not None]
     if products:
         facts["static__hmma_products_per_instruction"] = Metric(sum(products) / len(products), "count")

@@ -28,6 +28,7 @@ from kernelscope.errors import UserError
 from kernelscope.profiler.assignments import check_shape_sizes
 from kernelscope.profiler.dsl_compile import LaunchRequest, compile_artifacts
 from kernelscope.profiler.record import DeviceInfo, KernelProfile, Metric, Session
+from kernelscope.profiler.report_sass import async_copy_facts, global_access_facts
 from kernelscope.profiler.wgmma_waits import wgmma_waits
 from kernelscope.toolchain.cubin import FunctionResources, function_resources
 from kernelscope.toolchain.sass import disassemble, expected_opcodes_missing, local_memory_bytes, opcode_histogram
@@ -127,6 +128,9 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         _metric(m, "static__spill_store_bytes", local_memory_bytes(opcodes, "STL"), "byte")
         _metric(m, "static__spill_load_bytes", local_memory_bytes(opcodes, "LDL"), "byte")
         _metric(m, "static__sass_instructions", len(opcodes), "inst")
+        texts = [" ".join(part for part in (i.predicate, i.opcode, i.operands) if part) for i in function.instructions]
+        for name, metric in {**global_access_facts(opcodes), **async_copy_facts(texts)}.items():
+            m[name] = metric
         idioms = idiom_counts((f"{i.opcode} {i.operands}", 1.0) for i in function.instructions)
         for kind, count in idioms.items():
             _metric(m, METRIC_NAMES[kind], count, "inst")

@@ -49,7 +49,9 @@ def test_facts_of_a_function_read_instruction_by_instruction():
                       "static__spill_store_bytes": 8, "static__spill_load_bytes": 4,
                       "static__membar_instructions": 2, "static__shared_atomic_instructions": 1,
                       "static__bar_instructions": 1, "static__special_function_instructions": 0, "static__fchk_instructions": 0,
-                      "static__hmma_instructions": 0, "static__mul_high_instructions": 0}
+                      "static__hmma_instructions": 0, "static__mul_high_instructions": 0,
+                      "static__global_load_instructions": 0, "static__global_store_instructions": 0,
+                      "static__global_atomic_instructions": 0}
     assert instruction_opcode("@!P0 STL.128 [R1+0x8], R4;") == "STL.128" and instruction_opcode("  EXIT ;") == "EXIT"
     assert report_sass.function_sass(FakeAction("k", None, CODE)) is None      # no start address: no facts
 
@@ -74,6 +76,33 @@ def test_the_code_says_which_arithmetic_it_does():
     from kernelscope.toolchain.sass import hmma_products
     assert hmma_products("HMMA.16816.F32.BF16") == 2048 and hmma_products("HMMA.1684.F32.TF32") == 512
     assert hmma_products("HGMMA.64x128x16.F32.BF16") is None and hmma_products("HMMA.SP.16832.F32") is None
+
+
+MEMORY = ["LDG.E R4, desc[UR6][R2.64]", "LDG.E.128.CONSTANT R8, desc[UR6][R6.64]", "@!P0 LDG.E.U8 R3, desc[UR6][R2.64]",
+          "STG.E.64 desc[UR6][R10.64], R4", "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R2.64], R5",
+          "ATOMG.E.ADD.STRONG.GPU PT, R7, desc[UR6][R2.64], R9", "ATOMS.ADD RZ, [R3], R4",
+          "LDGSTS.E [R11], desc[UR6][R8.64]", "LDGDEPBAR", "DEPBAR.LE SB0, 0x1", "@P0 DEPBAR.LE SB0, 0x0",
+          "BAR.SYNC.DEFER_BLOCKING 0x0", "EXIT"]
+
+
+def test_the_code_says_how_wide_its_global_accesses_are_and_how_its_copies_wait():
+    facts = {k: m.value for k, m in report_sass.sass_facts(MEMORY).items()}
+    assert facts["static__global_load_instructions"] == 3
+    assert facts["static__global_load_bytes_per_instruction"] == (4 + 16 + 1) / 3
+    assert (facts["static__global_store_instructions"], facts["static__global_store_bytes_per_instruction"]) == (1, 8)
+    assert facts["static__global_atomic_instructions"] == 2        # REDG and ATOMG; ATOMS is shared memory's
+    assert facts["static__async_copy_groups_in_flight"] == 1      # the most any wait leaves
+    # No loads: no width (not 0); no cp.async: no wait fact, whatever DEPBAR the code holds.
+    bare = {k: m.value for k, m in report_sass.sass_facts(["DEPBAR.LE SB0, 0x0", "EXIT"]).items()}
+    assert bare["static__global_load_instructions"] == 0 and "static__global_load_bytes_per_instruction" not in bare
+    assert "static__async_copy_groups_in_flight" not in bare
+    drained = report_sass.sass_facts(["LDGSTS.E [R1], desc[UR6][R2.64]", "LDGDEPBAR", "DEPBAR.LE SB0, 0x0"])
+    assert drained["static__async_copy_groups_in_flight"].value == 0
+    # A cuobjdump listing gives the same instructions, operands and all.
+    from kernelscope.toolchain.sass import sass_instruction_texts, sass_opcodes
+    listing = "".join(f"        /*{16 * i:04x}*/                   {text} ;                /* 0x000 */\n"
+                      for i, text in enumerate(MEMORY))
+    assert sass_instruction_texts(listing) == MEMORY and len(sass_opcodes(listing)) == len(MEMORY)
 
 
 def test_a_long_function_is_read_up_to_the_cap_and_says_so(monkeypatch):

@@ -43,6 +43,17 @@ def sass_opcodes(sass: str) -> list[str]:
     return [m.group(1) for m in map(_SASS_INSTRUCTION.match, sass.splitlines()) if m]
 
 
+# The instruction of a listing line, without its offset and encoding: `@!P0 DEPBAR.LE SB0, 0x1`.
+_SASS_INSTRUCTION_TEXT = re.compile(r"^\s*/\*[0-9a-fA-F]+\*/\s+([^;]*?)\s*;")
+
+
+def sass_instruction_texts(sass: str) -> list[str]:
+    """Each instruction of a listing as SASS prints it (predicate, opcode, operands), in listing order;
+    the same instructions as `sass_opcodes`."""
+    return [m.group(1) for m in map(_SASS_INSTRUCTION_TEXT.match, sass.splitlines())
+            if m and _SASS_INSTRUCTION.match(m.group(0))]
+
+
 _PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
 
 
@@ -64,18 +75,17 @@ def opcode_histogram(opcodes: list[str]) -> dict[str, int]:
 _ACCESS_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 
 
+def access_bytes(opcode: str) -> int:
+    """Bytes per thread of one load or store (`LDG.E.128.CONSTANT` -> 16; 4 without a width modifier)."""
+    width = 4
+    for modifier in opcode.split(".")[1:]:
+        width = _ACCESS_BYTES.get(modifier, width)
+    return width
+
+
 def local_memory_bytes(opcodes: list[str], base: str) -> int:
     """Bytes per thread moved by the `base` (STL or LDL) instructions in the binary."""
-    total = 0
-    for op in opcodes:
-        parts = op.split(".")
-        if parts[0] != base:
-            continue
-        width = 4
-        for modifier in parts[1:]:
-            width = _ACCESS_BYTES.get(modifier, width)
-        total += width
-    return total
+    return sum(access_bytes(op) for op in opcodes if op.split(".")[0] == base)
 
 
 # mma.sync shapes as SASS spells them after `HMMA.` (m, n, k run together): m16n8k16, m16n8k8,

@@ -25,8 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernelscope.profiler.report_sass import MAX_INSTRUCTIONS, opcode_facts
-from kernelscope.toolchain.sass import dump_sass, sass_opcodes
+from kernelscope.profiler.report_sass import MAX_INSTRUCTIONS, sass_facts
+from kernelscope.toolchain.sass import dump_sass, sass_instruction_texts
 from kernelscope.toolchain.tools import which_cuda_tool
 
 HERE = Path(__file__).resolve().parent
@@ -47,8 +47,8 @@ def listing_facts(listings: dict[str, str]) -> dict[str, dict]:
     """Each function's facts as a report's reader counts them (up to its instruction cap), as JSON entries."""
     facts = {}
     for name, listing in listings.items():
-        opcodes = sass_opcodes(listing)[:MAX_INSTRUCTIONS]
-        facts[name] = {k: {"value": m.value, "unit": m.unit} for k, m in opcode_facts(opcodes).items()}
+        code = sass_instruction_texts(listing)[:MAX_INSTRUCTIONS]
+        facts[name] = {k: {"value": m.value, "unit": m.unit} for k, m in sass_facts(code).items()}
     return facts
 
 

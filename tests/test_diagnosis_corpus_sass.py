@@ -454,6 +454,36 @@ def test_set14_pairs_carry_their_defects_in_the_sass(sass, listings):
     assert b["same_tree_shuffle_slow"]["LDG"] == b["same_tree_shuffle_fast"]["LDG"] == 16
 
 
+def test_set15_pairs_carry_their_defects_in_the_sass(sass, listings):
+    from kernelscope.profiler.report_sass import sass_facts
+    from kernelscope.toolchain.sass import sass_instruction_texts
+    b = {name: _bases(ops) for name, ops in sass.items()}
+
+    def fact(kernel, name):
+        metric = sass_facts(sass_instruction_texts(listings[kernel])).get(name)
+        return None if metric is None else metric.value
+    # Planar indexing over interleaved pixels: the same load, FFMA and store; only the address math differs.
+    assert not _differs_only_in(sass["rgba_planar_slow"], sass["rgba_planar_fast"], {"SHF", "IMAD", "LOP3", "PRMT", "IADD3", "NOP"})
+    assert b["rgba_planar_slow"]["LDG"] == b["rgba_planar_fast"]["LDG"]
+    # The cp.async pipeline: the slow kernel drains every group at its wait, the fast one leaves one in flight.
+    assert (fact("kv_pipeline_slow", "static__async_copy_groups_in_flight"),
+            fact("kv_pipeline_fast", "static__async_copy_groups_in_flight")) == (0, 1)
+    # Pair forces: the same six 64-bit reductions; the fast kernel sums the warp's lanes first (shuffles).
+    assert b["lj_newton3_slow"]["REDG"] == b["lj_newton3_fast"]["REDG"] == 6
+    assert b["lj_newton3_slow"]["SHFL"] == 0 and b["lj_newton3_fast"]["SHFL"] == 30
+    # The pricer and the shading stage: one kernel each; only the launch or the data order differs.
+    assert sass["mc_fixed_grid_slow"] == sass["mc_fixed_grid_fast"]
+    assert sass["material_sort_slow"] == sass["material_sort_fast"]
+    # The T-table: the same shared loads and logic (within two instructions); only the table's layout differs.
+    assert b["aes_ttable_slow"]["LDS"] == b["aes_ttable_fast"]["LDS"]
+    assert abs(len(sass["aes_ttable_slow"]) - len(sass["aes_ttable_fast"])) <= 2
+    # The oscillators: the same FFMA and FMUL per oscillator step, in one chain or four interleaved.
+    assert b["duffing_chains_slow"]["FFMA"] * b["duffing_chains_fast"]["FMUL"] == b["duffing_chains_fast"]["FFMA"] * b["duffing_chains_slow"]["FMUL"]
+    # The norms (the same time): double sums where the fast kernel adds floats, the same loads.
+    assert b["same_double_norm_slow"]["DADD"] == 4 and b["same_double_norm_fast"]["DADD"] == 0
+    assert b["same_double_norm_slow"]["LDG"] == b["same_double_norm_fast"]["LDG"] == 4
+
+
 def test_the_recorded_basic_set_facts_are_the_corpus_code(listings):
     # reports/planted-basic-sass.json.xz carries facts the reader learned after it was recorded (MUFU, FCHK,
     # IMAD.HI, HMMA shapes), taken from this compile (benchmarks/diagnosis/compiled_sass_facts.py): every

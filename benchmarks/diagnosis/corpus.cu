@@ -23,6 +23,7 @@
 #include "corpus_set12.cuh"  // the twelfth, held out likewise
 #include "corpus_set13.cuh"  // the thirteenth, held out likewise
 #include "corpus_set14.cuh"  // the fourteenth, held out likewise
+#include "corpus_set15.cuh"  // the fifteenth, held out likewise
 
 
 // ---------------------------------------------------------------- uncoalesced-access
@@ -412,6 +413,7 @@ static std::vector<Pair> build_pairs() {
     add_set12_pairs(pairs);
     add_set13_pairs(pairs);
     add_set14_pairs(pairs);
+    add_set15_pairs(pairs);
     return pairs;
 }
 

@@ -129,8 +129,8 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         _metric(m, "static__spill_load_bytes", local_memory_bytes(opcodes, "LDL"), "byte")
         _metric(m, "static__sass_instructions", len(opcodes), "inst")
         texts = [" ".join(part for part in (i.predicate, i.opcode, i.operands) if part) for i in function.instructions]
-        for name, metric in {**global_access_facts(opcodes), **async_copy_facts(texts)}.items():
-            m[name] = metric
+        m.update(global_access_facts(opcodes))
+        m.update(async_copy_facts(texts))
         idioms = idiom_counts((f"{i.opcode} {i.operands}", 1.0) for i in function.instructions)
         for kind, count in idioms.items():
             _metric(m, METRIC_NAMES[kind], count, "inst")

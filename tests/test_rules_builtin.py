@@ -247,6 +247,8 @@ CASES = [
     ("special-functions-in-code-vs-reference", "gemm_default", "cublas", None, False),
     ("integer-division-in-code-vs-reference", "gemm_default", "cublas", None, False),
     ("mma-shape-in-code-vs-reference", "gemm_default", "cublas", None, False),
+    ("async-copy-waits-in-code-vs-reference", "gemm_default", "cublas", None, False),
+    ("atomic-unit-work-vs-reference", "bank_conflict", "scale_good", None, False),
 ]
 
 
@@ -296,7 +298,8 @@ def test_every_builtin_rule_has_a_case_that_fires_and_one_that_does_not():
     code_fires = {"local-memory-in-code-vs-reference", "fences-in-code-vs-reference", "code-size-vs-reference",
                   "shared-atomic-replays-vs-reference", "barriers-in-code-vs-reference",
                   "special-functions-in-code-vs-reference", "integer-division-in-code-vs-reference",
-                  "mma-shape-in-code-vs-reference"}
+                  "mma-shape-in-code-vs-reference", "async-copy-waits-in-code-vs-reference",
+                  "atomic-unit-work-vs-reference"}
     for rule_id in load_rules().rules:
         if rule_id in static_only:
             continue

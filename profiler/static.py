@@ -128,10 +128,10 @@ def inspect_cubin(cubin: bytes, *, source: str, arch: str, expected_sass: list[s
         _metric(m, "static__spill_store_bytes", local_memory_bytes(opcodes, "STL"), "byte")
         _metric(m, "static__spill_load_bytes", local_memory_bytes(opcodes, "LDL"), "byte")
         _metric(m, "static__sass_instructions", len(opcodes), "inst")
-        texts = [" ".join(part for part in (i.predicate, i.opcode, i.operands) if part) for i in function.instructions]
+        texts = [f"{i.opcode} {i.operands}" for i in function.instructions]
         m.update(global_access_facts(opcodes))
         m.update(async_copy_facts(texts))
-        idioms = idiom_counts((f"{i.opcode} {i.operands}", 1.0) for i in function.instructions)
+        idioms = idiom_counts((text, 1.0) for text in texts)
         for kind, count in idioms.items():
             _metric(m, METRIC_NAMES[kind], count, "inst")
         # The listing's offsets are the instructions' (16 bytes each), as branch targets count them.

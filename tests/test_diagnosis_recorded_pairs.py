@@ -1158,7 +1158,7 @@ def test_the_basic_sets_last_held_out_misses_read_from_the_code_and_the_waves():
 
 def test_a_stray_global_atomic_in_both_binaries_takes_no_first_place():
     # One global atomic planted into both kernels of every basic-set pair of another cause: the atomic
-    # rule speaks only where L2's atomic unit and L1's requests to L2 also grew 4x.
+    # rule speaks only where L2's atomic unit and L1's requests to L2 also grew (2.5x at least).
     import tomllib
     basic = {p.name: p for p in load_profiles(REPORTS / "planted-basic-sass.json.xz")}
     labels = tomllib.loads((REPORTS.parent / "labels.toml").read_text())

@@ -98,6 +98,9 @@ def test_the_code_says_how_wide_its_global_accesses_are_and_how_its_copies_wait(
     assert "static__async_copy_groups_in_flight" not in bare
     drained = report_sass.sass_facts(["LDGSTS.E [R1], desc[UR6][R2.64]", "LDGDEPBAR", "DEPBAR.LE SB0, 0x0"])
     assert drained["static__async_copy_groups_in_flight"].value == 0
+    # nvdisasm -json's operands, as `inspect` joins them (no space after the comma).
+    joined = report_sass.async_copy_facts(["LDGSTS.E [R1], desc[UR6][R2.64]", "DEPBAR.LE SB0,0x2"])
+    assert joined["static__async_copy_groups_in_flight"].value == 2
     # A cuobjdump listing gives the same instructions, operands and all.
     from kernelscope.toolchain.sass import sass_instruction_texts, sass_opcodes
     listing = "".join(f"        /*{16 * i:04x}*/                   {text} ;                /* 0x000 */\n"

@@ -21,7 +21,7 @@ def _count(ops, prefix):
     return sum(1 for op in ops if op == prefix or op.startswith(prefix + "."))
 
 
-@pytest.mark.parametrize("config", [{}, {"b_major": "k", "raster": "row"}])
+@pytest.mark.parametrize("config", [{}, {"b_major": "k", "raster": "row"}, {"stream_k": True}])
 def test_sm90a_sass_is_the_mma_sync_path_without_local_memory(config):
     ck = gemm_mma.compile_gemm_mma(config, {"M": 1000, "N": 1024, "K": 1000}, "bfloat16", "sm_90a")
     ops = opcodes_with_modifiers(ck.sass)
@@ -112,3 +112,14 @@ def test_smaller_candidates_fit_two_blocks_per_sm_without_local_memory(fields):
     res = gemm_mma.kernel_resources(gemm_mma.MmaGemmConfig.from_mapping(fields), "bfloat16", "n", "sm_90a")
     assert res["resident_blocks_per_sm"] == 2
     assert res["local_bytes"] == 0 and res["stack_bytes"] == 0
+
+
+def test_stream_k_moves_partial_sums_in_16_byte_accesses():
+    """The stream-K exchange writes and reads a thread's 128 partial sums four at a time: 32
+    STG.E.128 and 32 LDG.E.128 (one fp32 an access would be 128 of each, bound by their issue)."""
+    ck = gemm_mma.compile_gemm_mma({"stream_k": True}, {"M": 4096, "N": 4096, "K": 4096}, "bfloat16", "sm_90a")
+    ops = opcodes_with_modifiers(ck.sass)
+    assert ops.count("STG.E.128") == 32 and ops.count("LDG.E.128") == 32
+    # The epilogue's bf16 pairs stay 32-bit stores; no other global load than the counters' polls.
+    assert not [op for op in ops if op.startswith("LDG") and op not in ("LDG.E.128", "LDG.E.STRONG.GPU")]
+

@@ -1,6 +1,6 @@
 """gemm_mma correctness on the GPU against a float64 reference: both input dtypes, both major
-orders of B, the config knobs (tiles, warps, wk_iters, stages, raster orders) and odd shapes
-(partial tiles in M, N and K, one k-tile, more tiles than blocks)."""
+orders of B, the config knobs (tiles, warps, wk_iters, stages, raster orders, stream-K) and odd
+shapes (partial tiles in M, N and K, one k-tile, more tiles than blocks)."""
 
 import os
 
@@ -21,13 +21,18 @@ _RTOL = {"bfloat16": 2 ** -7, "float16": 2 ** -10}
 _ATOL = 1e-2
 
 
-def _check(config, M, N, K, dtype="bfloat16", b_major="n", seed=0):
+def _operands(M, N, K, dtype, b_major, seed):
     g = torch.Generator(device="cpu").manual_seed(seed)
     tdt = getattr(torch, dtype)
     a = torch.randn((M, K), generator=g).to(tdt).cuda()
     b = torch.randn((K, N), generator=g).to(tdt)
     b = b.cuda() if b_major == "n" else b.t().contiguous().cuda().t()
     out = torch.full((M, N), float("nan"), dtype=tdt, device="cuda")
+    return a, b, out
+
+
+def _check(config, M, N, K, dtype="bfloat16", b_major="n", seed=0):
+    a, b, out = _operands(M, N, K, dtype, b_major, seed)
     cfg = gemm_mma.MmaGemmConfig.from_mapping(config)
     gemm_mma.bind_gemm_mma(cfg, {"a": a, "b": b, "out": out})()
     torch.cuda.synchronize()
@@ -96,3 +101,40 @@ def test_spec_launch_writes_out():
     inputs, out = launch_spec_default(spec, {"M": 520, "N": 264, "K": 136}, seed=3)
     assert out is inputs["out"]
     assert torch.allclose(out.float(), spec.reference_fp32(inputs), atol=_ATOL, rtol=_RTOL["bfloat16"])
+
+
+@pytest.mark.parametrize("config,M,N,K,dtype,b_major", [
+    # 140 tiles of 128x256 on 132 blocks: the last 8 tiles' 32 k-tiles in 132 runs of ~2, so a
+    # tile has up to 17 pieces and most runs are one writer's piece.
+    pytest.param({"stream_k": True}, 2560, 1792, 2000, "bfloat16", "n", marks=[pytest.mark.gpu_fast]),
+    # ... with pieces of one k-tile through a two-stage ring, fragments two k-blocks ahead.
+    ({"stream_k": True, "stages": 2, "wk_iters": 2, "refill_at": 2}, 2560, 1792, 2000, "bfloat16", "n"),
+    # Runs of ~7.6 k-tiles over 125-k-tile tiles: loads run on into the next piece where it
+    # holds at least three k-tiles, and a short piece at a tile's edge fills the ring itself.
+    ({"stream_k": True}, 2560, 1792, 8000, "bfloat16", "n"),
+    # Partial tiles on every edge, 12 shared of 144, fp16 with a K-major B.
+    ({"stream_k": True}, 2000, 2200, 1000, "float16", "k"),
+    # Fewer tiles than blocks: all 96 tiles are shared out and no block runs a whole tile.
+    ({"stream_k": True, "raster": "morton"}, 1000, 3000, 1000, "bfloat16", "n"),
+    # A suite shape: 116 shared tiles of 512, runs of ~56 k-tiles over one or two tiles; the
+    # last whole tile's loads run on into the first piece.
+    ({"stream_k": True}, 4096, 4096, 4096, "bfloat16", "n"),
+])
+def test_stream_k(config, M, N, K, dtype, b_major):
+    """The last wave's tiles shared out as runs of k-tiles. Launched twice from one launcher: the
+    second launch proves the counters went back to zero (a stale counter would add garbage or
+    hang)."""
+    cfg = gemm_mma.MmaGemmConfig.from_mapping(config)
+    blocks, _ = gemm_mma.persistent_grid(cfg, dtype, b_major)
+    share_out = gemm_mma.stream_k_share_out_of(cfg, M, N, K, blocks)
+    assert share_out.split_tiles > 0, f"the shape does not exercise stream-K here: {share_out}"
+    a, b, out = _operands(M, N, K, dtype, b_major, seed=M + K)
+    launch = gemm_mma.bind_gemm_mma(cfg, {"a": a, "b": b, "out": out})
+    launch()
+    torch.cuda.synchronize()
+    assert_matches_float64_product(a, b, out, _RTOL[dtype], _ATOL)
+    assert int(launch.stream_k_workspace[1].abs().sum()) == 0
+    out.fill_(float("nan"))
+    launch()
+    torch.cuda.synchronize()
+    assert_matches_float64_product(a, b, out, _RTOL[dtype], _ATOL)

@@ -27,6 +27,10 @@ Block = `warps_m x warps_n` MMA warps; warp 0 also issues the loads (one lane).
   (kernels/sm90/tile_scheduler.py).
 - Epilogue: accumulators rounded to the output dtype and stored straight from registers, two
   adjacent columns per store, masked at the M and N edges.
+- Stream-K (config `stream_k`): the whole waves run as above, and the last partial wave's tiles
+  are shared out over every block as one equal run of k-tiles each (kernels/split_k_plan.py, the
+  exchange of kernels/sm90/split_k.py); the whole tiles' loads stop at their last tile, and each
+  piece of a run fills the ring itself.
 Partial tiles: TMA zero-fills out-of-range loads, so K, M and N need no multiple of the tile; the
 contiguous extent of A and B must be a multiple of 8 elements (16-byte TMA strides), N even.
 """
@@ -41,11 +45,12 @@ from typing import Any, Callable
 from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, artifacts, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream,
-    gpu_available, launcher, to_cute)
+    fake_workspace, gpu_available, launcher, to_cute)
 from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.gemm_problem import RASTERS, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
+from kernelscope.kernels.split_k_plan import StreamKPlan, stream_k_plan
 
 DTYPES = ("bfloat16", "float16")
 B_MAJORS = ("n", "k")          # B is K x N: "n" = row-major (N contiguous), "k" = column-major
@@ -74,6 +79,7 @@ class MmaGemmConfig(KernelConfig):
     raster: str = "row"             # "row", "column" or "morton"
     group: int = 8                  # panel width (row/column) or Morton block side, in tiles
     refill_at: int = 0              # k-block of each k-tile at which warp 0 issues the next TMA load
+    stream_k: bool = False          # the last partial wave shared out as equal runs of k-tiles
 
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "MmaGemmConfig":
@@ -128,6 +134,8 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
             f"{cfg.k_blocks - cfg.wk_iters}, where the next stage is waited for")
     if cfg.raster not in RASTERS:
         raise ConfigRejected(f"raster must be one of {sorted(RASTERS)}, got {cfg.raster!r}")
+    if cfg.stream_k not in (True, False):
+        raise ConfigRejected(f"stream_k must be true or false, got {cfg.stream_k!r}")
     why = SchedulePolicy((1, 1), RASTERS[cfg.raster], cfg.group).validate()
     if why:
         raise ConfigRejected(why)
@@ -216,11 +224,36 @@ def _compiled(cfg: MmaGemmConfig, dtype: str, b_major: str, arch: str, use_gpu_t
     else:
         args = list(fake_gemm_operands(dtype, dtype, "k", b_major, n_divisibility=_n_multiple(b_major)))
         stream = fake_stream()
+    stream_k_args = []
+    if cfg.stream_k:
+        if use_gpu_tensors:
+            partials, counters = _stream_k_workspace(StreamKPlan(1, 0, 1), cfg)
+            stream_k_args = [to_cute(partials, leading_dim=0), to_cute(counters, leading_dim=0), 0]
+        else:
+            stream_k_args = [*fake_workspace(), 0]
+
     def build():
-        return cute.compile(gemm, *args, 1, stream, options=artifact_options("kernelscope-gemm-mma-", arch))
+        return cute.compile(gemm, *args, 1, stream, *stream_k_args,
+                            options=artifact_options("kernelscope-gemm-mma-", arch))
 
     key = (cfg, dtype, b_major, arch)
     return (launch_cache.reusable("gemm_mma", key, build) if use_gpu_tensors else build()), resolved
+
+
+def _stream_k_workspace(share_out: StreamKPlan, cfg: MmaGemmConfig):
+    """The partial sums and zeroed counters of a launch's share-out; the counters return to zero
+    at the end of every launch."""
+    import torch
+    n_partials, n_counters = share_out.workspace_sizes(1, cfg.tile_m, cfg.tile_n, cfg.mma_warps)
+    return (torch.empty(n_partials, dtype=torch.float32, device="cuda"),
+            torch.zeros(n_counters, dtype=torch.int32, device="cuda"))
+
+
+def stream_k_share_out_of(cfg: MmaGemmConfig, M: int, N: int, K: int, blocks: int) -> StreamKPlan:
+    """Which tiles a stream-K launch of `blocks` persistent blocks shares out (none where it
+    does not pay, kernels/split_k_plan.py)."""
+    tiles = -(-M // cfg.tile_m) * -(-N // cfg.tile_n)
+    return stream_k_plan(tiles, blocks, -(-K // cfg.tile_k))
 
 
 def _n_multiple(b_major: str) -> int:
@@ -325,8 +358,15 @@ def bind_gemm_mma(cfg: MmaGemmConfig, inputs) -> Callable[[], Any]:
     resolve_config(cfg, arch)
     compiled, _ = _compiled(cfg, dtype, b_major, arch, True)
     blocks, _ = persistent_grid(cfg, dtype, b_major, compiled)
-    args = (*launch_operands(a, b.t(), out, b_major), blocks, current_stream())
-    return launcher(compiled, args)
+    args = [*launch_operands(a, b.t(), out, b_major), blocks, current_stream()]
+    workspace = ()
+    if cfg.stream_k:
+        share_out = stream_k_share_out_of(cfg, M, N, K, blocks)
+        workspace = _stream_k_workspace(share_out, cfg)
+        args += [to_cute(t, leading_dim=0) for t in workspace] + [share_out.split_from]
+    launch = launcher(compiled, tuple(args))
+    launch.stream_k_workspace = workspace      # alive as long as the launcher
+    return launch
 
 
 def _device_arch() -> str:
@@ -354,6 +394,7 @@ GEMM_MMA_SPEC = gemm_problem.gemm_spec(
         "raster": ["row", "column", "morton"],
         "group": [4, 8, 16],
         "refill_at": [0, 1, 2],
+        "stream_k": [False, True],
     },
     expected_sass=["HMMA", "LDSM", "UTMALDG"],
     archs=list(ARCHS),

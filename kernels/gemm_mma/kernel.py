@@ -1,6 +1,8 @@
 """The mma.sync GEMM kernel class (see the package docstring for the design). Imports the DSL:
 kernels/gemm_mma/__init__.py imports this module only when it compiles."""
 
+from typing import Optional
+
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warpgroup
@@ -10,6 +12,7 @@ from kernelscope.kernels.cute_build import cutlass_dtype
 from kernelscope.kernels.gemm_mma import ResolvedMmaGemm
 from kernelscope.kernels.gemm_problem import RASTERS
 from kernelscope.kernels.sm90.pipeline import RingPosition, TmaRing, make_tma_load, publish_ring_init
+from kernelscope.kernels.sm90.split_k import StreamKExchange
 from kernelscope.kernels.sm90.tile_scheduler import SchedulePolicy, TileScheduler
 
 
@@ -32,10 +35,17 @@ class MmaSyncGemm:
         self.b_n_major = b_major == "n"
         self.tile = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
         self.policy = SchedulePolicy((1, 1), RASTERS[cfg.raster], cfg.group)
+        # Stream-K capable: which tiles are shared out is decided per launch (split_from).
+        # Partial sums four at a time: the exchange is on the last wave's critical path, and one
+        # fp32 a thread per access left it bound by the store and load instructions' issue.
+        self.stream_k = StreamKExchange(cfg.threads, 1, vector=4) if cfg.stream_k else None
 
     @cute.jit
     def __call__(self, mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor,
-                 grid_blocks: cutlass.Int32, stream):
+                 grid_blocks: cutlass.Int32, stream, partials: cute.Tensor = None,
+                 counters: cute.Tensor = None, split_from: cutlass.Int32 = 0):
+        """partials, counters, split_from: the stream-K workspace and plan (kernels/sm90/split_k.py,
+        kernels/split_k_plan.py), for stream-K variants only."""
         cfg = self.cfg
         bm, bn, bk = self.tile
         op = cute.nvgpu.warp.MmaF16BF16Op(self.dtype, cutlass.Float32, (16, 8, 16))
@@ -49,8 +59,14 @@ class MmaSyncGemm:
 
         tiles_m = (mC.shape[0] + bm - 1) // bm
         tiles_n = (mC.shape[1] + bn - 1) // bn
-        sched = TileScheduler(self.policy, tiles_m, tiles_n)
+        if cutlass.const_expr(self.stream_k is None):
+            # Not passed on: the kernel of a variant without stream-K has no such parameters.
+            split_from = None
+        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, 1, stream_k=self.stream_k is not None)
         blocks = cutlass.max(cutlass.min(sched.num_work, grid_blocks), 1)
+        if cutlass.const_expr(self.stream_k is not None):
+            # With tiles to share out, every resident block: the runs are cut for that many.
+            blocks = cutlass.Int32(cutlass.select_(sched.shared_tiles > 0, grid_blocks, blocks))
 
         @cute.struct
         class Storage:
@@ -60,22 +76,21 @@ class MmaSyncGemm:
 
         self.storage = Storage
         self.kernel(tma_a, tA, tma_b, tB, mC, tiled_mma, sA_layout, sB_layout,
-                    tiles_m, tiles_n).launch(
+                    tiles_m, tiles_n, partials, counters, split_from).launch(
             grid=[blocks, 1, 1], block=[cfg.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
                mC: cute.Tensor, tiled_mma: cute.TiledMma,
                sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
-               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32):
+               tiles_m: cutlass.Int32, tiles_n: cutlass.Int32, partials: Optional[cute.Tensor],
+               counters: Optional[cute.Tensor], split_from: Optional[cutlass.Int32]):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         lane = cute.arch.lane_idx()
         block, _, _ = cute.arch.block_idx()
         num_blocks, _, _ = cute.arch.grid_dim()
         bm, bn, bk = self.tile
-        kb = self.cfg.k_blocks
-        wk = self.cfg.wk_iters
 
         if warp_idx == 0:
             cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
@@ -96,7 +111,7 @@ class MmaSyncGemm:
         gB = cute.local_tile(mB, (bn, bk), (None, None))      # (bn, bk, tiles_n, tiles_k)
         gC = cute.local_tile(mC, (bm, bn), (None, None))      # (bm, bn, tiles_m, tiles_n)
         k_tiles = cute.size(gA, mode=[3])
-        sched = TileScheduler(self.policy, tiles_m, tiles_n)
+        sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, 1, stream_k=self.stream_k is not None)
 
         tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
             tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
@@ -133,88 +148,170 @@ class MmaSyncGemm:
         signals, dst = ring.release_signal(0, lane)
         position = RingPosition.consumer_start(self.stages)
         work = block
-        while work < sched.num_work:
-            # Tile coordinates here, where no accumulator is live: this one (for the epilogue
-            # and the loads still in it) and the next one (for loads that run into it).
-            tm, tn = sched.tile_of_cta(work, 0, 0)
-            next_valid = work + num_blocks < sched.num_work
-            tm_next, tn_next = sched.tile_of_cta(work + num_blocks, 0, 0)
-            acc.fill(0.0)
-            # Prologue: the first wk_iters k-blocks of the tile's first stage.
-            ring.consumer_wait(position.index, position.phase)
-            for t in cutlass.range_constexpr(wk):
-                self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, position.index, t)
-                if cutlass.const_expr(t == kb - 1):
-                    ring.consumer_release(position.index, signals, dst)
-            # Every stage but the tile's last: fragment loads run ahead into the next stage.
-            for k in range(k_tiles - 1):
-                following = position.next()
-                for j in cutlass.range_constexpr(kb):
-                    if cutlass.const_expr(j == self.cfg.refill_at):
-                        # Refill the stage consumed one k-tile ago, once every warp released it;
-                        # later in the k-tile gives slower warps time to get there first.
-                        self.issue_load(warp_idx, ring, k, position, ahead, k_tiles, tm, tn,
-                                        tm_next, tn_next, next_valid, tma_a, tAgA, tAsA, tma_b,
-                                        tBgB, tBsB)
-                    target = j + wk
-                    ahead_stage = position.index if target < kb else following.index
-                    t = target % kb
-                    if cutlass.const_expr(target == kb):
-                        ring.consumer_wait(following.index, following.phase)
-                    if cutlass.const_expr(target - kb == j):
-                        # The fragments of k-block j are replaced: multiply first.
-                        self.mma(tiled_mma, acc, tCrA, tCrB, j)
-                        self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ahead_stage, t)
-                    else:
-                        self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ahead_stage, t)
-                        self.mma(tiled_mma, acc, tCrA, tCrB, j)
-                    if cutlass.const_expr(t == kb - 1):
-                        ring.consumer_release(ahead_stage, signals, dst)
-                position = following
-            # The tile's last stage: no next stage to run ahead into. Its refill is issued after
-            # its MMAs, where no fragment is live (the registers are tightest right here).
-            for j in cutlass.range_constexpr(kb):
-                target = j + wk
-                if cutlass.const_expr(target < kb):
-                    self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, position.index, target)
-                    if cutlass.const_expr(target == kb - 1):
-                        ring.consumer_release(position.index, signals, dst)
-                self.mma(tiled_mma, acc, tCrA, tCrB, j)
-            self.issue_load(warp_idx, ring, k_tiles - 1, position, ahead, k_tiles, tm, tn,
-                            tm_next, tn_next, next_valid, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
-            position = position.next()
-
-            self.store_tile(thr_mma, acc, gC[(None, None, tm, tn)],
-                            (mC.shape[0] - tm * bm, mC.shape[1] - tn * bn))
-            work += num_blocks
+        if cutlass.const_expr(self.stream_k is None):
+            while work < sched.num_work:
+                # Tile coordinates here, where no accumulator is live: this one (for the epilogue
+                # and the loads still in it) and the next one (for loads that run into it).
+                tm, tn = sched.tile_of_cta(work, 0, 0)
+                next_valid = work + num_blocks < sched.num_work
+                tm_next, tn_next = sched.tile_of_cta(work + num_blocks, 0, 0)
+                position = self.accumulate(tiled_mma, acc, tCrA, tCrB, s2r_a, s2r_b, tXsA, tXsB, tXrA,
+                                           tXrB, ring, position, signals, dst, warp_idx, 0, k_tiles, ahead,
+                                           tm, tn, tm_next, tn_next, next_valid, 0,
+                                           tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                self.store_tile(thr_mma, acc, gC[(None, None, tm, tn)],
+                                (mC.shape[0] - tm * bm, mC.shape[1] - tn * bn))
+                work += num_blocks
+        else:
+            # The whole tiles, then this block's run over the shared tiles
+            # (kernels/sm90/tile_scheduler.py), piece by piece. Loads run on from one item into
+            # the next (the last whole tile into the first piece, a piece into the following one)
+            # where the next holds at least as many k-tiles as the loads run ahead; otherwise the
+            # next piece fills the ring itself. `carried`: the k-tiles of the current item
+            # already in flight (0: none).
+            pos, end = sched.shared_run(block, num_blocks, k_tiles)
+            piece, k_first, k_count = sched.shared_segment(block, num_blocks, pos, end, k_tiles)
+            first_tm, first_tn = sched.tile_of_cta(piece, 0, 0)
+            into_first = (pos < end) & (k_count >= ahead)
+            while work < sched.num_work:
+                tm, tn = sched.tile_of_cta(work, 0, 0)
+                last = work + num_blocks >= sched.num_work
+                tm_next, tn_next = sched.tile_of_cta(work + num_blocks, 0, 0)
+                tm_next = cutlass.Int32(cutlass.select_(last, first_tm, tm_next))
+                tn_next = cutlass.Int32(cutlass.select_(last, first_tn, tn_next))
+                k_first_next = cutlass.Int32(cutlass.select_(last, k_first, 0))
+                position = self.accumulate(tiled_mma, acc, tCrA, tCrB, s2r_a, s2r_b, tXsA, tXsB, tXrA,
+                                           tXrB, ring, position, signals, dst, warp_idx, 0, k_tiles, ahead,
+                                           tm, tn, tm_next, tn_next, (~last) | into_first, k_first_next,
+                                           tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                self.store_tile(thr_mma, acc, gC[(None, None, tm, tn)],
+                                (mC.shape[0] - tm * bm, mC.shape[1] - tn * bn))
+                work += num_blocks
+            carried = cutlass.Int32(cutlass.select_((block < sched.num_work) & into_first, ahead, 0))
+            # A piece from its tile's first k-tile reduces the tile and stores it, any other
+            # piece is written for that reducer.
+            while pos < end:
+                piece, k_first, k_count = sched.shared_segment(block, num_blocks, pos, end, k_tiles)
+                tm, tn = sched.tile_of_cta(piece, 0, 0)
+                piece_ahead = cutlass.Int32(cutlass.select_(carried > 0, carried,
+                                                            cutlass.min(k_count, self.stages - 1)))
+                for s0 in cutlass.range_constexpr(self.stages - 1):
+                    if (carried == 0) & (s0 < piece_ahead):
+                        self.load_ahead(warp_idx, ring, position, s0, tm, tn, k_first + s0,
+                                        tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                following, next_first, next_count = sched.shared_segment(
+                    block, num_blocks, pos + k_count, end, k_tiles)
+                tm_next, tn_next = sched.tile_of_cta(following, 0, 0)
+                into_next = (pos + k_count < end) & (next_count >= piece_ahead)
+                position = self.accumulate(tiled_mma, acc, tCrA, tCrB, s2r_a, s2r_b, tXsA, tXsB, tXrA,
+                                           tXrB, ring, position, signals, dst, warp_idx, k_first, k_count,
+                                           piece_ahead, tm, tn, tm_next, tn_next, into_next, next_first,
+                                           tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                carried = cutlass.Int32(cutlass.select_(into_next, piece_ahead, 0))
+                if k_first > 0:
+                    reducer, slot = sched.piece_writer(block, num_blocks, piece, k_tiles)
+                    self.stream_k.write(acc, partials, counters, slot, reducer, 0, tidx, lane)
+                else:
+                    if k_count < k_tiles:
+                        first_slot, writers = sched.tile_writers(piece, num_blocks, k_tiles)
+                        self.stream_k.reduce(acc, partials, counters, block, first_slot, writers,
+                                             0, tidx, lane)
+                    self.store_tile(thr_mma, acc, gC[(None, None, tm, tn)],
+                                    (mC.shape[0] - tm * bm, mC.shape[1] - tn * bn))
+                pos += k_count
 
     @cute.jit
-    def issue_load(self, warp_idx, ring, k, position: RingPosition, ahead, k_tiles, tm, tn, tm_next, tn_next,
-                   next_valid, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB):
-        """Warp 0, once per k-tile of the MMA loop at (k, position): load the k-tile `ahead`
-        positions further on, in this work tile or the next one. Its stage and barrier parity
-        follow from the MMA loop's, so no load state is carried."""
-        stage = position.index
-        phase = position.phase
+    def accumulate(self, tiled_mma, acc, tCrA, tCrB, s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ring,
+                   position: RingPosition, signals, dst, warp_idx, k_first, k_count, ahead, tm, tn,
+                   tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB):
+        """acc = the product over k-tiles k_first .. k_first + k_count - 1 of tile (tm, tn), read
+        from the ring at `position`, whose first `ahead` stages are loaded or in flight; warp 0
+        keeps the ring `ahead` k-tiles in front, into the next item (tile (tm_next, tn_next) from
+        k-tile k_first_next) where next_valid. Returns the ring position after them."""
+        kb = self.cfg.k_blocks
+        wk = self.cfg.wk_iters
+        acc.fill(0.0)
+        # Prologue: the first wk_iters k-blocks of the tile's first stage.
+        ring.consumer_wait(position.index, position.phase)
+        for t in cutlass.range_constexpr(wk):
+            self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, position.index, t)
+            if cutlass.const_expr(t == kb - 1):
+                ring.consumer_release(position.index, signals, dst)
+        # Every stage but the tile's last: fragment loads run ahead into the next stage.
+        for k in range(k_count - 1):
+            following = position.next()
+            for j in cutlass.range_constexpr(kb):
+                if cutlass.const_expr(j == self.cfg.refill_at):
+                    # Refill the stage consumed one k-tile ago, once every warp released it;
+                    # later in the k-tile gives slower warps time to get there first.
+                    self.issue_load(warp_idx, ring, k, position, ahead, k_first, k_count, tm, tn,
+                                    tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA,
+                                    tma_b, tBgB, tBsB)
+                target = j + wk
+                ahead_stage = position.index if target < kb else following.index
+                t = target % kb
+                if cutlass.const_expr(target == kb):
+                    ring.consumer_wait(following.index, following.phase)
+                if cutlass.const_expr(target - kb == j):
+                    # The fragments of k-block j are replaced: multiply first.
+                    self.mma(tiled_mma, acc, tCrA, tCrB, j)
+                    self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ahead_stage, t)
+                else:
+                    self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ahead_stage, t)
+                    self.mma(tiled_mma, acc, tCrA, tCrB, j)
+                if cutlass.const_expr(t == kb - 1):
+                    ring.consumer_release(ahead_stage, signals, dst)
+            position = following
+        # The tile's last stage: no next stage to run ahead into. Its refill is issued after
+        # its MMAs, where no fragment is live (the registers are tightest right here).
+        for j in cutlass.range_constexpr(kb):
+            target = j + wk
+            if cutlass.const_expr(target < kb):
+                self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, position.index, target)
+                if cutlass.const_expr(target == kb - 1):
+                    ring.consumer_release(position.index, signals, dst)
+            self.mma(tiled_mma, acc, tCrA, tCrB, j)
+        self.issue_load(warp_idx, ring, k_count - 1, position, ahead, k_first, k_count, tm, tn,
+                        tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB,
+                        tBsB)
+        return position.next()
+
+    @cute.jit
+    def issue_load(self, warp_idx, ring, k, position: RingPosition, ahead, k_first, k_count, tm, tn,
+                   tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB):
+        """Warp 0, once per k-tile of the MMA loop at (k, position) over k-tiles k_first ..
+        k_first + k_count - 1: load the k-tile `ahead` positions further on, in this item or the
+        next one (from its k-tile k_first_next). Its stage and barrier parity follow from the MMA
+        loop's, so no load state is carried."""
         if warp_idx == 0:
             load_k = k + ahead
             load_tm = tm
             load_tn = tn
-            valid = next_valid | (load_k < k_tiles)
-            if load_k >= k_tiles:
-                load_k = load_k - k_tiles
+            valid = next_valid | (load_k < k_count)
+            if load_k >= k_count:
+                load_k = load_k - k_count + k_first_next
                 load_tm = tm_next
                 load_tn = tn_next
+            else:
+                load_k = load_k + k_first
             if valid:
-                load_stage = stage + ahead
-                # The load warp's pass through the ring is one ahead of the MMA loop's
-                # (it starts at parity 1) until the load position wraps around the ring.
-                load_phase = phase ^ 1
-                if load_stage >= self.stages:
-                    load_stage = load_stage - self.stages
-                    load_phase = phase
-                self.start_load(warp_idx, ring, load_stage, load_phase, load_tm, load_tn, load_k,
+                self.load_ahead(warp_idx, ring, position, ahead, load_tm, load_tn, load_k,
                                 tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+
+    @cute.jit
+    def load_ahead(self, warp_idx, ring, position: RingPosition, offset, tm, tn, k, tma_a, tAgA, tAsA,
+                   tma_b, tBgB, tBsB):
+        """Warp 0: load k-tile k of tile (tm, tn) into the stage `offset` (< stages) slots after
+        the MMA loop's `position`."""
+        load_stage = position.index + offset
+        # The load warp's pass through the ring is one ahead of the MMA loop's (it starts at
+        # parity 1) until the load position wraps around the ring.
+        load_phase = position.phase ^ 1
+        if load_stage >= self.stages:
+            load_stage = load_stage - self.stages
+            load_phase = position.phase
+        self.start_load(warp_idx, ring, load_stage, load_phase, tm, tn, k, tma_a, tAgA, tAsA,
+                        tma_b, tBgB, tBsB)
 
     @cute.jit
     def start_load(self, warp_idx, ring, stage, phase, tm, tn, k, tma_a, tAgA, tAsA,

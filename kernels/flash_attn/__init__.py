@@ -529,7 +529,7 @@ SUITE = [
 
 def tuned_config(shape, dtype: str = "bfloat16") -> dict[str, Any]:
     """Per-shape choice over FlashAttnConfig(), from paired round-robin timings on an H200
-    (benchmarks/results/flash_attn-history.tar.xz): without the causal mask, wider key blocks cut
+    (benchmarks/results/flash_attn-history.tar.xz, in git at b714dac): without the causal mask, wider key blocks cut
     the per-block softmax and barrier work per score: at D=128 (128, 160) took 0.966-1.007x
     the time of (128, 128) over three runs and three shapes, ~1.4% less on average (wider still
     needs O in Q's buffer, whose later Q load costs more than it gains). At D=64 three math

@@ -123,3 +123,14 @@ def test_stream_k_moves_partial_sums_in_16_byte_accesses():
     # The epilogue's bf16 pairs stay 32-bit stores; no other global load than the counters' polls.
     assert not [op for op in ops if op.startswith("LDG") and op not in ("LDG.E.128", "LDG.E.STRONG.GPU")]
 
+
+@pytest.mark.parametrize("shape,stream_k", [
+    ((8192, 8192, 8192), True),      # 2048 tiles on 132 SMs: the last wave leaves 48 % idle
+    ((8192, 4096, 4096), True),      # 24 % idle
+    ((4096, 4096, 4096), False),     # 12 % idle: measured slower with stream-K
+    ((8448, 8192, 4096), False),     # 2112 tiles, 16 whole waves: nothing to share
+    ((2048, 2048, 2048), False),     # 128x128 tiles
+])
+def test_per_shape_choice_takes_stream_k_where_the_last_wave_leaves_a_fifth_idle(shape, stream_k):
+    M, N, K = shape
+    assert gemm_mma.tuned_config({"M": M, "N": N, "K": K}, sms=132).get("stream_k", False) is stream_k

@@ -160,20 +160,37 @@ SHAPE_CANDIDATES = (
 )
 
 
+# Stream-K pays where the last partial wave leaves at least this share of the SMs idle: timed in
+# turns on an H200 (results/gemm_mma-h200-stream-k*.json.xz, NOTES.md), 24-85 % idle gained
+# 0.8-1.8 % against cuBLAS, 12 % idle (4096^3) lost 1.2 % in both runs. Less than the idle share
+# promises: a partial wave runs at a higher clock under the power cap than a full one.
+STREAM_K_MIN_IDLE_SHARE = 0.2
+
+
 def tuned_config(shape, dtype: str = "bfloat16", sms: int | None = None) -> dict[str, Any]:
     """Per-shape choice over MmaGemmConfig(): the largest candidate tile that gives every SM at
     least one tile, else the smallest. From H100 sweeps (benchmarks/results/gemm_mma-h100-*.json.xz,
     ratios to cuBLAS in one run): 128x4096x4096 0.34 -> 0.82 with 64x64 tiles; 512x4096x4096
     0.47 -> 0.74 with 128x64; 2048^3 0.65 -> 0.69 with 128x128; from 4096^3 up 128x256 stays
     best (128x128 at 0.85-0.96 of it). The same candidates ranked the same on an H200
-    (gemm_mma-h200-candidates.json.xz)."""
-    M, N, _ = problem_dims(shape, "gemm_mma")
+    (gemm_mma-h200-candidates.json in gemm_mma-history.tar.xz). The 128x256 tile over several waves takes stream-K where
+    the last wave leaves STREAM_K_MIN_IDLE_SHARE of the SMs idle or more."""
+    M, N, K = problem_dims(shape, "gemm_mma")
     sms = sms or sm_count()
     for fields in SHAPE_CANDIDATES:
         cfg = MmaGemmConfig.from_mapping(fields)
-        if -(-M // cfg.tile_m) * -(-N // cfg.tile_n) >= sms:
+        tiles = -(-M // cfg.tile_m) * -(-N // cfg.tile_n)
+        if tiles >= sms:
+            if not fields and _stream_k_pays(cfg, tiles, M, N, K, sms):
+                return {"stream_k": True}
             return dict(fields)
     return dict(SHAPE_CANDIDATES[-1])
+
+
+def _stream_k_pays(cfg: MmaGemmConfig, tiles: int, M: int, N: int, K: int, sms: int) -> bool:
+    last = tiles % sms
+    return (tiles > sms and last > 0 and 1 - last / sms >= STREAM_K_MIN_IDLE_SHARE
+            and stream_k_share_out_of(cfg, M, N, K, sms).split_tiles > 0)
 
 
 def resident_blocks_per_sm(registers: int, threads: int, smem_bytes: int, arch: str = "sm_90a") -> int:

@@ -231,13 +231,13 @@ class MmaSyncGemm:
         kb = self.cfg.k_blocks
         wk = self.cfg.wk_iters
         acc.fill(0.0)
-        # Prologue: the first wk_iters k-blocks of the tile's first stage.
+        # Prologue: the first wk_iters k-blocks of the item's first stage.
         ring.consumer_wait(position.index, position.phase)
         for t in cutlass.range_constexpr(wk):
             self.load_fragments(s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, position.index, t)
             if cutlass.const_expr(t == kb - 1):
                 ring.consumer_release(position.index, signals, dst)
-        # Every stage but the tile's last: fragment loads run ahead into the next stage.
+        # Every stage but the item's last: fragment loads run ahead into the next stage.
         for k in range(k_count - 1):
             following = position.next()
             for j in cutlass.range_constexpr(kb):
@@ -262,7 +262,7 @@ class MmaSyncGemm:
                 if cutlass.const_expr(t == kb - 1):
                     ring.consumer_release(ahead_stage, signals, dst)
             position = following
-        # The tile's last stage: no next stage to run ahead into. Its refill is issued after
+        # The item's last stage: no next stage to run ahead into. Its refill is issued after
         # its MMAs, where no fragment is live (the registers are tightest right here).
         for j in cutlass.range_constexpr(kb):
             target = j + wk

@@ -29,8 +29,8 @@ Block = `warps_m x warps_n` MMA warps; warp 0 also issues the loads (one lane).
   adjacent columns per store, masked at the M and N edges.
 - Stream-K (config `stream_k`): the whole waves run as above, and the last partial wave's tiles
   are shared out over every block as one equal run of k-tiles each (kernels/split_k_plan.py, the
-  exchange of kernels/sm90/split_k.py); the whole tiles' loads stop at their last tile, and each
-  piece of a run fills the ring itself.
+  exchange of kernels/sm90/split_k.py, 16 bytes an access); the loads run on from the last whole
+  tile into the first piece and from piece to piece where the next one is long enough.
 Partial tiles: TMA zero-fills out-of-range loads, so K, M and N need no multiple of the tile; the
 contiguous extent of A and B must be a multiple of 8 elements (16-byte TMA strides), N even.
 """
@@ -161,9 +161,10 @@ SHAPE_CANDIDATES = (
 
 
 # Stream-K pays where the last partial wave leaves at least this share of the SMs idle: timed in
-# turns on an H200 (results/gemm_mma-h200-stream-k*.json.xz, NOTES.md), 24-85 % idle gained
-# 0.8-1.8 % against cuBLAS, 12 % idle (4096^3) lost 1.2 % in both runs. Less than the idle share
-# promises: a partial wave runs at a higher clock under the power cap than a full one.
+# turns on an H200 (gemm_mma-h200-stream-k*.json in results/gemm_mma-history.tar.xz, NOTES.md v4),
+# 24-85 % idle gained 0.8-2.3 % against cuBLAS, 12 % idle (4096^3) lost 1.2-1.3 % in both runs.
+# Less than the idle share promises; a guess, not measured: under the power cap a partial wave on
+# fewer SMs runs at a higher clock than the full one that replaces it.
 STREAM_K_MIN_IDLE_SHARE = 0.2
 
 
@@ -173,8 +174,8 @@ def tuned_config(shape, dtype: str = "bfloat16", sms: int | None = None) -> dict
     ratios to cuBLAS in one run): 128x4096x4096 0.34 -> 0.82 with 64x64 tiles; 512x4096x4096
     0.47 -> 0.74 with 128x64; 2048^3 0.65 -> 0.69 with 128x128; from 4096^3 up 128x256 stays
     best (128x128 at 0.85-0.96 of it). The same candidates ranked the same on an H200
-    (gemm_mma-h200-candidates.json in gemm_mma-history.tar.xz). The 128x256 tile over several waves takes stream-K where
-    the last wave leaves STREAM_K_MIN_IDLE_SHARE of the SMs idle or more."""
+    (gemm_mma-h200-candidates.json in gemm_mma-history.tar.xz). The 128x256 tile over several
+    waves takes stream-K where the last wave leaves STREAM_K_MIN_IDLE_SHARE of the SMs idle or more."""
     M, N, K = problem_dims(shape, "gemm_mma")
     sms = sms or sm_count()
     for fields in SHAPE_CANDIDATES:

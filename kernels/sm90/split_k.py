@@ -102,6 +102,7 @@ class StreamKExchange:
         threads = self.consumer_threads
         if cutlass.const_expr(self.vector > 1):
             vec = self.vector
+            assert n % vec == 0, f"{n} accumulators a thread do not split into {vec}-wide accesses"
             out = self._slot(partials, slot, cta_rank, n, consumer_tidx * vec)
             chunk = cute.make_rmem_tensor(cute.make_layout(vec), cutlass.Float32)
             for q in cutlass.range_constexpr(n // vec):

@@ -162,7 +162,7 @@ SHAPE_CANDIDATES = (
 
 # Stream-K pays where the last partial wave leaves at least this share of the SMs idle: timed in
 # turns on an H200 (gemm_mma-h200-stream-k*.json in results/gemm_mma-history.tar.xz, NOTES.md v4),
-# 24-85 % idle gained 0.8-2.3 % against cuBLAS, 12 % idle (4096^3) lost 1.2-1.3 % in both runs.
+# 24-85 % idle gained 0.8-2.3 % against cuBLAS, 12 % idle (4096^3) lost 1.0-1.3 % in three runs.
 # Less than the idle share promises; a guess, not measured: under the power cap a partial wave on
 # fewer SMs runs at a higher clock than the full one that replaces it.
 STREAM_K_MIN_IDLE_SHARE = 0.2

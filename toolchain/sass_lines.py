@@ -10,6 +10,7 @@ other CUDA-tool parsing in the toolchain layer (the caller hands it the nvdisasm
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import tempfile
@@ -20,6 +21,10 @@ _FILE_LINE = re.compile(r'^\s*//##\s*File\s+"([^"]+)",\s*line\s+(\d+)')
 # An instruction line of a SASS listing, nvdisasm's or cuobjdump's (which prints the encoding
 # after the `;`): `/*0a40*/  @!P0 HGMMA.64x128x16.F32.BF16 gdesc[UR4], RZ, !UPT ;`
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+((?:@!?U?P[T0-9]+\s+)?)([^;]*?)\s*(?:;|$)")
+# A branch's target at the end of its operands: a hex address (cuobjdump, ncu) or a label (nvdisasm:
+# `(.L_x_12)).
+_TARGET = re.compile(r"(?:\b0x([0-9a-fA-F]+)|`\(([.\w]+)\))\s*$")
+_LABEL = re.compile(r"^\s*([.\w]+):\s*$")
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,22 @@ def listed_opcode(line: str) -> tuple[ListedInstruction, str] | None:
     return listed, opcode
 
 
+def branch_target(instruction: str) -> int | str | None:
+    """A BRA's target as printed: an address (int) or a label (str); None for any other instruction."""
+    if instruction.split(" ", 1)[0].split(".", 1)[0] != "BRA":
+        return None
+    m = _TARGET.search(instruction)
+    if m is None:
+        return None
+    return int(m.group(1), 16) if m.group(1) else m.group(2)
+
+
+def listed_label(line: str) -> str | None:
+    """The label a listing line defines (`.L_x_12:`), None for any other line."""
+    m = _LABEL.match(line)
+    return m.group(1) if m else None
+
+
 @dataclass(frozen=True)
 class LinedInstruction:
     """One instruction of a function's SASS and the source line it came from (None: none given)."""
@@ -61,6 +82,7 @@ class LinedInstruction:
     text: str            # as nvdisasm prints it, predicate included, without the trailing ';'
     file: str | None
     line: int | None
+    target: int | None = None   # a branch's target offset inside the function (its label resolved)
 
     @property
     def base_opcode(self) -> str:
@@ -68,15 +90,21 @@ class LinedInstruction:
 
 
 def parse_nvdisasm_lines(text: str) -> dict[str, list[LinedInstruction]]:
-    """`nvdisasm -g -c` output -> instructions per function, in address order."""
+    """`nvdisasm -g -c` output -> instructions per function, in address order, branch targets
+    resolved to offsets."""
     out: dict[str, list[LinedInstruction]] = {}
+    labels: dict[str, dict[str, int]] = {}       # function -> label -> offset of the next instruction
+    targets: dict[str, list[int | str | None]] = {}
+    pending: list[str] = []
     function: str | None = None
     where: tuple[str, int] | None = None
     for raw in text.splitlines():
         m = _FUNCTION.match(raw)
         if m:
-            function, where = m.group(1), None
+            function, where, pending = m.group(1), None, []
             out.setdefault(function, [])
+            labels.setdefault(function, {})
+            targets.setdefault(function, [])
             continue
         if function is None:
             continue
@@ -84,13 +112,25 @@ def parse_nvdisasm_lines(text: str) -> dict[str, list[LinedInstruction]]:
         if m:
             where = (m.group(1), int(m.group(2)))
             continue
+        label = listed_label(raw)
+        if label:
+            pending.append(label)
+            continue
         found = listed_opcode(raw)
         if found is None:
             continue
         listed, opcode = found
+        for name in pending:
+            labels[function][name] = listed.offset
+        pending = []
         out[function].append(LinedInstruction(
             function=function, offset=listed.offset, opcode=opcode, text=listed.text,
             file=where[0] if where else None, line=where[1] if where else None))
+        targets[function].append(branch_target(listed.instruction))
+    for function, insts in out.items():
+        named = labels[function]
+        out[function] = [i if t is None else dataclasses.replace(i, target=t if isinstance(t, int) else named.get(t))
+                         for i, t in zip(insts, targets[function])]
     return out
 
 

@@ -13,15 +13,10 @@ labels); depends on nothing else in kernelscope.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kernelscope.toolchain.sass_lines import listed_opcode
-
-# A branch target: a hex offset (cuobjdump) or a label (nvdisasm: `(.L_x_12)).
-_TARGET = re.compile(r"(?:\b0x([0-9a-fA-F]+)|`\(([.\w]+)\))\s*$")
-_LABEL = re.compile(r"^\s*([.\w]+):\s*$")
+from kernelscope.toolchain.sass_lines import branch_target, listed_label, listed_opcode
 # Warp-uniform datapath opcodes (U*), not the uniform-predicate-only ones.
 _NOT_UNIFORM = {"UTMALDG", "UTMASTG", "UTMACCTL", "UTMACMDFLUSH", "UTMAPF", "UBLKCP", "UBLKRED", "UBLKPF"}
 
@@ -58,14 +53,13 @@ class SassLoop:
 
 def find_loops(listing: str) -> list[SassLoop]:
     """The loops of one function's SASS listing, in address order (outer before inner)."""
-    instructions = []
-    branches: list[tuple[int, str]] = []     # (branch offset, target: hex offset or label)
+    parsed: list[tuple[int, str, int | str | None]] = []
     labels: dict[str, int] = {}
     pending: list[str] = []                  # labels waiting for the next instruction's offset
     for raw in listing.splitlines():
-        label = _LABEL.match(raw)
+        label = listed_label(raw)
         if label:
-            pending.append(label.group(1))
+            pending.append(label)
             continue
         found = listed_opcode(raw)
         if found is None:
@@ -74,21 +68,19 @@ def find_loops(listing: str) -> list[SassLoop]:
         for name in pending:
             labels[name] = listed.offset
         pending = []
-        base = opcode.split(".", 1)[0]
-        instructions.append((listed.offset, base))
-        if base == "BRA":
-            m = _TARGET.search(listed.instruction)
-            if m:
-                branches.append((listed.offset, m.group(1) and f"0x{m.group(1)}" or m.group(2)))
-    backward = []
-    for offset, target in branches:
-        where = int(target, 16) if target.startswith("0x") else labels.get(target)
-        # A branch to itself is the trap after EXIT, not a loop.
-        if where is not None and where < offset:
-            backward.append((offset, where))
+        parsed.append((listed.offset, opcode.split(".", 1)[0], branch_target(listed.instruction)))
+    return loops_of([(offset, base, labels.get(t) if isinstance(t, str) else t) for offset, base, t in parsed])
+
+
+def loops_of(instructions: list[tuple[int, str, int | None]]) -> list[SassLoop]:
+    """The loops of one function given as (offset, base opcode, branch target offset or None) in
+    address order, outer before inner."""
+    backward = [(offset, target) for offset, op, target in instructions
+                # A branch to itself is the trap after EXIT, not a loop.
+                if op == "BRA" and target is not None and target < offset]
     # ptxas places slow paths (an mbarrier wait's retries) after the function's last EXIT; the
     # branch that returns from one into the body is backward without closing a loop.
-    last_exit = max((offset for offset, op in instructions if op == "EXIT"), default=None)
+    last_exit = max((offset for offset, op, _ in instructions if op == "EXIT"), default=None)
     ends: dict[int, int] = {}           # loop start -> offset of the last branch back to it
     for offset, target in backward:
         if last_exit is not None and offset > last_exit >= target:
@@ -99,7 +91,7 @@ def find_loops(listing: str) -> list[SassLoop]:
     for start, end in ranges:
         depth = 1 + sum(1 for s, e in ranges if (s, e) != (start, end) and s <= start and end <= e)
         inner = sum(1 for s, e in ranges if (s, e) != (start, end) and start <= s and e <= end)
-        opcodes = Counter(op for offset, op in instructions if start <= offset <= end)
+        opcodes = Counter(op for offset, op, _ in instructions if start <= offset <= end)
         loops.append(SassLoop(start, end, depth, dict(opcodes), inner))
     return loops
 

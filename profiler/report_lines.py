@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from kernelscope.profiler.source_lines import EXCESS_KINDS, InstructionCounters, LineProfile, SourceFile, sha256_text
 from kernelscope.toolchain.sass import instruction_opcode
+from kernelscope.toolchain.sass_lines import branch_target
 
 EXECUTED_METRIC = "inst_executed"
 # SourceCounters' per-instruction excess, by ncu metric (in the order of EXCESS_KINDS).
@@ -30,6 +31,13 @@ def _per_pc(metric: Any) -> dict[int, float]:
         return {}
     ids = metric.correlation_ids()
     return {ids.as_uint64(i): float(metric.as_double(i)) for i in range(metric.num_instances())}
+
+
+def _branch_offset(text: str, base: int, end: int) -> int | None:
+    """A branch's target as an offset in the function: ncu prints absolute addresses."""
+    head, _, rest = text.partition(" ")
+    target = branch_target(rest if head.startswith("@") else text)
+    return target - base if isinstance(target, int) and base <= target <= end else None
 
 
 def lines_from_action(action: Any, kernel: str) -> LineProfile:
@@ -60,7 +68,8 @@ def lines_from_action(action: Any, kernel: str) -> LineProfile:
             inst = InstructionCounters(
                 function=kernel, offset=pc - base, text=text, opcode=opcode, executed=executed.get(pc),
                 samples={reason: per_pc[pc] for reason, per_pc in samples.items() if per_pc.get(pc)},
-                excess={kind: per_pc[pc] for kind, per_pc in excess.items() if per_pc.get(pc)})
+                excess={kind: per_pc[pc] for kind, per_pc in excess.items() if per_pc.get(pc)},
+                target=_branch_offset(text, base, pcs[-1]))
             if info is None or not info.file_name() or info.line() <= 0:
                 yield None, None, inst
             else:

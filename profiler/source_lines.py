@@ -14,6 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from kernelscope.profiler.line_sites import LineSite, find_sites
 from kernelscope.toolchain.sass_lines import opcode_class
 
 LINES_SCHEMA = "kernelscope.lines"
@@ -37,6 +38,7 @@ class InstructionCounters:
     samples: dict[str, float] = field(default_factory=dict)   # stall reason -> PC samples
     # What the instruction moved beyond what its access needed (EXCESS_KINDS -> count; only non-zero).
     excess: dict[str, float] = field(default_factory=dict)
+    target: int | None = None           # a branch's target offset in the function (None: not a branch, or unknown)
 
     @property
     def base_opcode(self) -> str:
@@ -64,6 +66,9 @@ class LineRecord:
     line: int | None
     function: str | None = None          # set only on unmapped records
     instructions: list[InstructionCounters] = field(default_factory=list)
+    # Where in the SASS the line's instructions sit (profiler/line_sites.py), in address order per
+    # function; empty for unmapped records.
+    sites: list[LineSite] = field(default_factory=list)
 
     @property
     def key(self) -> tuple:
@@ -200,6 +205,7 @@ class LineProfile:
                 key = (path, line)
                 rec = records.setdefault(key, LineRecord(file=path, line=line))
             rec.instructions.append(inst)
+        _assign_sites(records)
         return cls(kernel=kernel, origin=origin, records=list(records.values()), files=files,
                    has_source_counters=has_source_counters)
 
@@ -217,6 +223,7 @@ class LineProfile:
             for r in p.records:
                 rec = records.setdefault(r.key, LineRecord(file=r.file, line=r.line, function=r.function))
                 rec.instructions.extend(r.instructions)
+                rec.sites.extend(r.sites)
         return cls(kernel=name, origin=parts[0].origin, records=list(records.values()), files=files,
                    has_source_counters=all(p.has_source_counters for p in parts), notes=notes)
 
@@ -248,6 +255,8 @@ class LineProfile:
                 d["excess"] = r.excess
             d["sass"] = [inst(i) for i in ordered[:sass_per_line]]
             d["sass_left_out"] = r.count - len(d["sass"])
+            if r.line is not None:
+                d["sites"] = [site.to_dict() for site in r.sites]
             return d
 
         return {
@@ -278,7 +287,8 @@ class LineProfile:
         counters = bool(d.get("has_source_counters"))
         records = []
         for r in d.get("lines", []):
-            rec = LineRecord(file=r.get("file"), line=r.get("line"), function=r.get("function"))
+            rec = LineRecord(file=r.get("file"), line=r.get("line"), function=r.get("function"),
+                             sites=[LineSite.from_dict(site) for site in r.get("sites") or []])
             listed = [InstructionCounters(function=i["function"], offset=i["offset"], text=i["text"],
                                           opcode=i["opcode"], executed=i.get("executed"),
                                           samples=dict(i.get("samples") or {}), excess=dict(i.get("excess") or {}))
@@ -310,6 +320,25 @@ class LineProfile:
                  for p, f in (d.get("files") or {}).items()}
         return cls(kernel=d.get("kernel", ""), origin=d.get("origin", ""), records=records, files=files,
                    has_source_counters=counters, notes=list(d.get("notes") or []))
+
+
+def _assign_sites(records: dict[tuple, LineRecord]) -> None:
+    """Each mapped record's sites, from every function's whole listing (placeholders read back from
+    a document, offset -1, have no place in it)."""
+    key_of: dict[int, tuple] = {}
+    listings: dict[str, list[InstructionCounters]] = {}
+    for key, rec in records.items():
+        for inst in rec.instructions:
+            if inst.offset < 0:
+                continue
+            listings.setdefault(inst.function, []).append(inst)
+            if rec.line is not None:
+                key_of[id(inst)] = key
+    for function, insts in listings.items():
+        insts.sort(key=lambda i: i.offset)
+        sites = find_sites(function, insts, lambda i: key_of.get(id(i)), lambda key: f"{key[0]}:{key[1]}")
+        for key, found in sites.items():
+            records[key].sites.extend(found)
 
 
 def sha256_text(text: str) -> str:

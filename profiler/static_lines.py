@@ -17,7 +17,7 @@ from kernelscope.profiler.report_lines import locate_source
 from kernelscope.toolchain.sass_lines import LinedInstruction, disassemble_with_lines
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile
 
-LISTING_FORMAT = 1
+LISTING_FORMAT = 2
 
 
 def _listing_path(cubin: bytes) -> Path:
@@ -43,7 +43,7 @@ def sass_with_lines(cubin: bytes, use_cache: bool = True) -> dict[str, list[Line
     except RuntimeError as e:
         raise UserError(f"nvdisasm -g failed on the compiled cubin: {e}") from None
     if use_cache:
-        rows = {fn: [[i.offset, i.opcode, i.text, i.file, i.line] for i in insts] for fn, insts in listing.items()}
+        rows = {fn: [[i.offset, i.opcode, i.text, i.file, i.line, i.target] for i in insts] for fn, insts in listing.items()}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -66,7 +66,8 @@ def static_line_profiles(cubin: bytes, kernel_names: list[str] | None = None,
     texts: dict[str, str | None] = {}
     for name in kernel_names:
         insts = listing.get(name, [])
-        rows = [(i.file, i.line, InstructionCounters(function=name, offset=i.offset, text=i.text, opcode=i.opcode))
+        rows = [(i.file, i.line, InstructionCounters(function=name, offset=i.offset, text=i.text, opcode=i.opcode,
+                                                 target=i.target))
                 for i in insts]
         files = {}
         for path in sorted({i.file for i in insts if i.file and i.line is not None}):

@@ -7,12 +7,15 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelscope.profiler.line_compare import LineComparison, file_identity, weight
+from kernelscope.profiler.line_sites import LineSite
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, LineRecord
 from kernelscope.reports.terminal import report_table
 
 SOURCE_WIDTH = 64
 SASS_LINES = 5          # lines whose SASS is listed under the table
 SASS_PER_LINE = 4
+SITES_PER_LINE = 4      # a line's sites listed under the table, most samples first
+SASS_PER_SITE = 2
 
 
 def pct(x: float | None) -> str:
@@ -27,6 +30,27 @@ def location(profile: LineProfile, r: LineRecord) -> str:
     if r.line is None:
         return f"{r.function} (no line information)"
     return f"{file_identity(profile, r.file)}:{r.line}"
+
+
+def neighbour(profile: LineProfile, label: str | None) -> str:
+    """A site's neighbour (a recorded `file:line`) as the table names files."""
+    if not label:
+        return "-"
+    path, _, line = label.rpartition(":")
+    return f"{file_identity(profile, path)}:{line}"
+
+
+def site_text(profile: LineProfile, site: LineSite, total: float) -> str:
+    """One site as a line: where, how much of the kernel, how often, in which loop, between what."""
+    where = f"/*{site.first:04x}*/" + (f"-/*{site.last:04x}*/" if site.last != site.first else "")
+    parts = [where, f"{site.instructions} instr."]
+    if total:
+        parts.append(f"{100 * site.sample_total / total:.1f}% of samples")
+    if site.executed is not None:
+        parts.append(f"executed {site.executed:,.0f}")
+    parts.append(f"in the loop /*{site.loop[0]:04x}*/-/*{site.loop[1]:04x}*/" if site.loop else "in no loop")
+    parts.append(f"after {neighbour(profile, site.before)}, before {neighbour(profile, site.after)}")
+    return ", ".join(parts)
 
 
 def source_text(profile: LineProfile, r: LineRecord) -> str:
@@ -105,6 +129,7 @@ def print_line_profile(console: Console, title: str, profile: LineProfile, limit
         table.add_column("Stall reasons (of the line's samples)")
         table.add_column("Executed", justify="right")
     table.add_column("Instr.", justify="right")
+    table.add_column("Sites", justify="right")
     table.add_column("Opcodes")
     table.add_column("Source")
     hottest = profile.hottest(limit)
@@ -112,11 +137,31 @@ def print_line_profile(console: Console, title: str, profile: LineProfile, limit
         cells = [str(n), location(profile, r), pct(weight(profile, r))]
         if counters:
             cells += [top_reasons(r, 2), _count(r.executed)]
-        cells += [str(r.count), top_opcodes(r, 3), source_text(profile, r)]
+        cells += [str(r.count), str(len(r.sites)) if r.sites else "-", top_opcodes(r, 3), source_text(profile, r)]
         table.add_row(*cells)
     console.print(table)
     if counters:
         print_sass_under(console, profile, hottest[:SASS_LINES])
+    else:
+        print_sites(console, profile, hottest[:SASS_LINES])
+
+
+def print_sites(console: Console, profile: LineProfile, records: list[LineRecord]) -> None:
+    """A compile's hottest lines that sit in several places: each place, most instructions first."""
+    spread = [r for r in records if len(r.sites) > 1]
+    if not spread:
+        return
+    console.print("[bold]Where the hottest lines sit[/bold] [dim](a line compiled to several places, by site; "
+                  "most instructions first)[/dim]")
+    for r in spread:
+        console.print(f"  {location(profile, r)}", overflow="fold")
+        sites = sorted(r.sites, key=lambda s: (-s.instructions, s.function, s.first))
+        for site in sites[:SITES_PER_LINE]:
+            console.print(f"    site {site_text(profile, site, 0.0)}", overflow="fold", highlight=False)
+        if len(sites) > SITES_PER_LINE:
+            rest = sites[SITES_PER_LINE:]
+            console.print(f"    [dim]{len(rest)} more sites, {sum(s.instructions for s in rest)} instructions[/dim]",
+                          overflow="fold")
 
 
 def _inst_row(i: InstructionCounters, total: float) -> str:
@@ -130,12 +175,25 @@ def print_sass_under(console: Console, profile: LineProfile, records: list[LineR
     total = profile.total_samples()
     if not records or not total:
         return
-    console.print("[bold]SASS under the hottest lines[/bold] [dim](share of all samples, hottest first)[/dim]")
+    console.print("[bold]SASS under the hottest lines[/bold] [dim](share of all samples, hottest first; a line "
+                  "compiled to several places is listed by site)[/dim]")
     for r in records:
         console.print(f"  {location(profile, r)}", overflow="fold")
-        insts = sorted(r.instructions, key=lambda i: (-i.sample_total, i.offset))[:SASS_PER_LINE]
-        for i in insts:
-            console.print(_inst_row(i, total), overflow="fold", highlight=False)
+        ordered = sorted(r.instructions, key=lambda i: (-i.sample_total, i.offset))
+        if len(r.sites) <= 1:
+            for i in ordered[:SASS_PER_LINE]:
+                console.print(_inst_row(i, total), overflow="fold", highlight=False)
+            continue
+        sites = sorted(r.sites, key=lambda s: (-s.sample_total, s.function, s.first))
+        for site in sites[:SITES_PER_LINE]:
+            console.print(f"    site {site_text(profile, site, total)}", overflow="fold", highlight=False)
+            inside = [i for i in ordered if i.function == site.function and site.first <= i.offset <= site.last]
+            for i in inside[:SASS_PER_SITE]:
+                console.print(_inst_row(i, total), overflow="fold", highlight=False)
+        rest = sites[SITES_PER_LINE:]
+        if rest:
+            console.print(f"    [dim]{len(rest)} more sites, {100 * sum(s.sample_total for s in rest) / total:.1f}% "
+                          f"of samples[/dim]", overflow="fold")
 
 
 def print_line_comparison(console: Console, c: LineComparison, a_title: str, b_title: str, limit: int = 20) -> None:

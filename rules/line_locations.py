@@ -20,7 +20,7 @@ import re
 
 from kernelscope.profiler.line_compare import file_identity
 from kernelscope.toolchain.sass_lines import opcode_class
-from kernelscope.profiler.source_lines import LineProfile
+from kernelscope.profiler.source_lines import LineProfile, LineRecord
 from kernelscope.rules.findings import Finding
 
 MAX_LOCATIONS = 3
@@ -78,11 +78,43 @@ def stall_reason(finding: Finding) -> str | None:
     return None
 
 
+def _site_index(record: LineRecord, function: str, offset: int) -> int | None:
+    """Which of the record's sites holds the instruction at `offset` of `function`."""
+    for n, site in enumerate(record.sites):
+        if site.function == function and site.first <= offset <= site.last:
+            return n
+    return None
+
+
+def _add_to_site(per_site: dict[tuple, dict[int, float]], record: LineRecord, function: str, offset: int,
+                 n: float) -> None:
+    where = _site_index(record, function, offset)
+    if where is not None:
+        by_site = per_site.setdefault((record.file, record.line), {})
+        by_site[where] = by_site.get(where, 0.0) + n
+
+
+def _heaviest_site(profile: LineProfile, key: tuple, by_site: dict[int, float]) -> dict:
+    """{"sites", "site"}: how many of a line's sites hold its weight and the heaviest of them
+    (its share of the line's), where the line compiled to more than one place that holds any."""
+    held = {n: w for n, w in by_site.items() if w > 0}
+    if len(held) < 2:
+        return {}
+    record = next(r for r in profile.records if r.line is not None and (r.file, r.line) == key)
+    n, w = max(held.items(), key=lambda kv: kv[1])
+    site = record.sites[n]
+    return {"sites": len(held), "site": {"first": site.first, "last": site.last, "loop": list(site.loop) if site.loop else None,
+                                         "before": site.before, "after": site.after,
+                                         "share_of_line": w / sum(held.values())}}
+
+
 def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label: str,
          per_opcode: dict[tuple, dict[str, float]] | None = None,
-         line_samples: dict[tuple, float] | None = None) -> list[dict]:
+         line_samples: dict[tuple, float] | None = None,
+         per_site: dict[tuple, dict[int, float]] | None = None) -> list[dict]:
     """The heaviest lines by `per_line` (a share of `total` each); a line's instruction kind is
-    judged on its samples (`line_samples`, default `per_line`)."""
+    judged on its samples (`line_samples`, default `per_line`), and so is the site named where the
+    line compiled to several places (`per_site`: the weight per site index of each line)."""
     out = []
     for key, n in sorted(per_line.items(), key=lambda kv: -kv[1])[:MAX_LOCATIONS]:
         share = n / total
@@ -93,6 +125,7 @@ def _top(profile: LineProfile, per_line: dict[tuple, float], total: float, label
         loc = {"file": file_identity(profile, path), "line": line, "share": share, "reason": label,
                "recorded_file": path, "stale": bool(f and line in f.stale_lines)}
         loc.update(_dominant_opcode((per_opcode or {}).get(key, {}), (line_samples or per_line)[key]))
+        loc.update(_heaviest_site(profile, key, (per_site or {}).get(key, {})))
         out.append(loc)
     return out
 
@@ -119,7 +152,8 @@ def _wait_opcode(opcode: str) -> str:
 
 
 def _waits_at(profile: LineProfile, reason: str):
-    """(line record, opcode, samples) of each instruction's samples of `reason`. A warp that waits
+    """(line record, opcode, samples, function, offset) of each instruction's samples of `reason`
+    (the record, opcode and offset of the instruction they are counted at). A warp that waits
     at a bar.sync has issued it: ncu samples it at the next instruction, so barrier samples on the
     instruction right after a BAR.SYNC / BAR.RED (same function, the next address) are the BAR's."""
     at: dict[tuple, tuple] = {}
@@ -127,21 +161,22 @@ def _waits_at(profile: LineProfile, reason: str):
         for r in profile.records:
             for i in r.instructions:
                 if i.opcode.startswith("BAR.") and not i.opcode.startswith("BAR.ARV"):
-                    at[(i.function, i.offset + SASS_INSTRUCTION_BYTES)] = (r, i.opcode)
+                    at[(i.function, i.offset + SASS_INSTRUCTION_BYTES)] = (r, i.opcode, i.offset)
     for r in profile.records:
         for i in r.instructions:
             n = i.samples.get(reason, 0.0)
             if n:
-                owner, opcode = at.get((i.function, i.offset), (r, i.opcode))
-                yield owner, opcode, n
+                owner, opcode, offset = at.get((i.function, i.offset), (r, i.opcode, i.offset))
+                yield owner, opcode, n, i.function, offset
 
 
 def _line_samples(profile: LineProfile, reason: str):
-    """Samples of `reason` per mapped line, per opcode of each line, and in all."""
+    """Samples of `reason` per mapped line, per opcode of each line, in all, and per site of each line."""
     per_line: dict[tuple, float] = {}
     per_opcode: dict[tuple, dict[str, float]] = {}
+    per_site: dict[tuple, dict[int, float]] = {}
     total = 0.0
-    for r, opcode, n in _waits_at(profile, reason):
+    for r, opcode, n, function, offset in _waits_at(profile, reason):
         total += n
         if r.line is not None:
             key = (r.file, r.line)
@@ -149,22 +184,23 @@ def _line_samples(profile: LineProfile, reason: str):
             by_opcode = per_opcode.setdefault(key, {})
             op = _wait_opcode(opcode)
             by_opcode[op] = by_opcode.get(op, 0.0) + n
-    return per_line, per_opcode, total
+            _add_to_site(per_site, r, function, offset, n)
+    return per_line, per_opcode, total, per_site
 
 
 def locate_stall(profile: LineProfile, reason: str) -> list[dict]:
-    per_line, per_opcode, total = _line_samples(profile, reason)
+    per_line, per_opcode, total, per_site = _line_samples(profile, reason)
     if total < MIN_SAMPLES:
         return []
-    return _top(profile, per_line, total, f"{reason} samples", per_opcode)
+    return _top(profile, per_line, total, f"{reason} samples", per_opcode, per_site=per_site)
 
 
 def locate_stall_growth(profile: LineProfile, reference: LineProfile, reason: str) -> list[dict]:
     """For a finding against a reference built from the same source: the lines whose share of the
     kernel's samples in `reason` grew most over the reference's (each side's samples of the reason
     over all its samples, so the two sampling rates cancel). Empty when no line is in both."""
-    t_line, t_opcode, t_total = _line_samples(profile, reason)
-    r_line, _, r_total = _line_samples(reference, reason)
+    t_line, t_opcode, t_total, t_site = _line_samples(profile, reason)
+    r_line, _, r_total, _ = _line_samples(reference, reason)
     t_all, r_all = profile.total_samples(), reference.total_samples()
     if t_total < MIN_SAMPLES or t_all <= 0 or r_all <= 0:
         return []
@@ -180,11 +216,13 @@ def locate_stall_growth(profile: LineProfile, reference: LineProfile, reason: st
     total = sum(grown.values())
     if total <= 0:
         return []
-    return _top(profile, grown, total, f"the growth of {reason} samples over the reference", t_opcode, t_line)
+    return _top(profile, grown, total, f"the growth of {reason} samples over the reference", t_opcode, t_line,
+                per_site=t_site)
 
 
 def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
     per_line: dict[tuple, float] = {}
+    per_site: dict[tuple, dict[int, float]] = {}
     total = 0.0
     for r in profile.records:
         for i in r.instructions:
@@ -193,10 +231,11 @@ def locate_memory(profile: LineProfile, classes: tuple[str, ...]) -> list[dict]:
             total += i.sample_total
             if r.line is not None:
                 per_line[(r.file, r.line)] = per_line.get((r.file, r.line), 0.0) + i.sample_total
+                _add_to_site(per_site, r, i.function, i.offset, i.sample_total)
     if total < MIN_SAMPLES:
         return []
     words = " and ".join(_CLASS_WORDS.get(c, c) for c in classes)
-    return _top(profile, per_line, total, f"samples on {words} instructions")
+    return _top(profile, per_line, total, f"samples on {words} instructions", per_site=per_site)
 
 
 def locate_excess(profile: LineProfile, kind: str, label: str) -> list[dict]:
@@ -204,6 +243,7 @@ def locate_excess(profile: LineProfile, kind: str, label: str) -> list[dict]:
     carries it (a report without those SourceCounters metrics, or no waste measured)."""
     per_line: dict[tuple, float] = {}
     per_opcode: dict[tuple, dict[str, float]] = {}
+    per_site: dict[tuple, dict[int, float]] = {}
     total = 0.0
     for r in profile.records:
         for i in r.instructions:
@@ -216,9 +256,10 @@ def locate_excess(profile: LineProfile, kind: str, label: str) -> list[dict]:
                 per_line[key] = per_line.get(key, 0.0) + n
                 by_opcode = per_opcode.setdefault(key, {})
                 by_opcode[i.base_opcode] = by_opcode.get(i.base_opcode, 0.0) + n
+                _add_to_site(per_site, r, i.function, i.offset, n)
     if total <= 0:
         return []
-    return _top(profile, per_line, total, label, per_opcode)
+    return _top(profile, per_line, total, label, per_opcode, per_site=per_site)
 
 
 def _has_lines(profile: LineProfile | None) -> bool:
@@ -247,8 +288,27 @@ def attach_locations(findings: list[Finding], profile: LineProfile | None,
     return findings
 
 
+def _neighbour(label: str | None) -> str:
+    """A site's neighbouring line as `file:line`, the file by its last two path parts."""
+    if not label:
+        return "nothing"
+    path, _, line = label.rpartition(":")
+    return f"{'/'.join(path.split('/')[-2:])}:{line}"
+
+
+def site_text(loc: dict) -> str:
+    """Where in the SASS a location's weight sits most, when its line compiled to several places."""
+    site = loc.get("site")
+    if not site:
+        return ""
+    where = f"/*{site['first']:04x}*/-/*{site['last']:04x}*/"
+    loop = f", in the loop /*{site['loop'][0]:04x}*/-/*{site['loop'][1]:04x}*/" if site.get("loop") else ""
+    return (f"; {loc['sites']} places hold them, most {where} ({100 * site['share_of_line']:.0f}%{loop}, "
+            f"after {_neighbour(site.get('before'))}, before {_neighbour(site.get('after'))})")
+
+
 def location_text(loc: dict) -> str:
     stale = " (may be stale: the file changed since profiling)" if loc.get("stale") else ""
     at = f", at {loc['opcode']}" if loc.get("opcode") else ""
     meaning = f" ({loc['waits_for']})" if loc.get("waits_for") else ""
-    return f"{loc['file']}:{loc['line']} — {100 * loc['share']:.0f}% of {loc['reason']}{at}{meaning}{stale}"
+    return f"{loc['file']}:{loc['line']} — {100 * loc['share']:.0f}% of {loc['reason']}{at}{meaning}{site_text(loc)}{stale}"

@@ -148,3 +148,15 @@ def stream_k_plan(cluster_tiles: int, clusters: int, k_tiles: int, layout: str =
     if saved <= 2 * EXCHANGE_KTILES_PER_SLICE / k_tiles:
         return StreamKPlan(cluster_tiles, 0, clusters, k_tiles, layout)
     return shared
+
+
+def allocate_workspace(share: SplitPlan | StreamKPlan, cluster_ctas: int, tile_m: int, tile_n: int,
+                       consumer_warps: int):
+    """The launch's fp32 partial sums (uninitialised) and int32 counters (zeroed: every launch
+    leaves them at zero again) on the current CUDA device, sized by `workspace_sizes`."""
+    import torch
+
+    n_partials, n_counters = share.workspace_sizes(cluster_ctas, tile_m, tile_n, consumer_warps)
+    return (torch.empty(n_partials, dtype=torch.float32, device="cuda"),
+            torch.zeros(n_counters, dtype=torch.int32, device="cuda"))
+

@@ -44,7 +44,8 @@ from kernelscope.kernels.cute_build import (
     gpu_available,
     launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.gemm_problem import PersistentGemmConfig, problem_dims, ring_depth
-from kernelscope.kernels.split_k_plan import STREAM_K_LAYOUTS, SplitPlan, StreamKPlan, plan, stream_k_plan
+from kernelscope.kernels.split_k_plan import (STREAM_K_LAYOUTS, SplitPlan, StreamKPlan, allocate_workspace, plan,
+                                               stream_k_plan)
 from kernelscope.kernels.sm90.device import H100_SMS, SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
 
@@ -237,14 +238,9 @@ def _compiled(cfg: GemmConfig, dtype: str, out_dtype: str, a_major: str, b_major
     return (launch_cache.reusable("gemm", key, build) if use_gpu_tensors else build()), resolved
 
 
-def _split_k_workspace(split: SplitPlan, cfg: GemmConfig):
-    """The split-K partial sums and zeroed counters of a launch's plan. The counters return to
-    zero at the end of every launch."""
-    import torch
-    n_partials, n_counters = split.workspace_sizes(cfg.cluster[0] * cfg.cluster[1], cfg.tile_m,
-                                                   cfg.tile_n, 4 * cfg.consumer_wgs)
-    return (torch.empty(n_partials, dtype=torch.float32, device="cuda"),
-            torch.zeros(n_counters, dtype=torch.int32, device="cuda"))
+def _split_k_workspace(split: SplitPlan | StreamKPlan, cfg: GemmConfig):
+    """The split-K (or stream-K) partial sums and counters of a launch's plan."""
+    return allocate_workspace(split, cfg.cluster[0] * cfg.cluster[1], cfg.tile_m, cfg.tile_n, 4 * cfg.consumer_wgs)
 
 
 def split_plan(cfg: GemmConfig, M: int, N: int, K: int, clusters: int) -> SplitPlan | StreamKPlan:

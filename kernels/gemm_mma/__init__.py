@@ -50,7 +50,7 @@ from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.gemm_problem import RASTERS, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES, sm_count
 from kernelscope.kernels.spec import CompiledKernel, ConfigRejected
-from kernelscope.kernels.split_k_plan import StreamKPlan, stream_k_plan
+from kernelscope.kernels.split_k_plan import StreamKPlan, allocate_workspace, stream_k_plan
 
 DTYPES = ("bfloat16", "float16")
 B_MAJORS = ("n", "k")          # B is K x N: "n" = row-major (N contiguous), "k" = column-major
@@ -259,12 +259,8 @@ def _compiled(cfg: MmaGemmConfig, dtype: str, b_major: str, arch: str, use_gpu_t
 
 
 def _stream_k_workspace(share_out: StreamKPlan, cfg: MmaGemmConfig):
-    """The partial sums and zeroed counters of a launch's share-out; the counters return to zero
-    at the end of every launch."""
-    import torch
-    n_partials, n_counters = share_out.workspace_sizes(1, cfg.tile_m, cfg.tile_n, cfg.mma_warps)
-    return (torch.empty(n_partials, dtype=torch.float32, device="cuda"),
-            torch.zeros(n_counters, dtype=torch.int32, device="cuda"))
+    """The partial sums and counters of a launch's share-out (a block is its own cluster)."""
+    return allocate_workspace(share_out, 1, cfg.tile_m, cfg.tile_n, cfg.mma_warps)
 
 
 def stream_k_share_out_of(cfg: MmaGemmConfig, M: int, N: int, K: int, blocks: int) -> StreamKPlan:

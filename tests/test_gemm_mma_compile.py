@@ -21,7 +21,7 @@ def _count(ops, prefix):
     return sum(1 for op in ops if op == prefix or op.startswith(prefix + "."))
 
 
-@pytest.mark.parametrize("config", [{}, {"b_major": "k", "raster": "row"}, {"stream_k": True}])
+@pytest.mark.parametrize("config", [{}, {"b_major": "k", "raster": "row"}, {"stream_k": True}, {"cluster": [2, 1]}])
 def test_sm90a_sass_is_the_mma_sync_path_without_local_memory(config):
     ck = gemm_mma.compile_gemm_mma(config, {"M": 1000, "N": 1024, "K": 1000}, "bfloat16", "sm_90a")
     ops = opcodes_with_modifiers(ck.sass)
@@ -112,6 +112,30 @@ def test_smaller_candidates_fit_two_blocks_per_sm_without_local_memory(fields):
     res = gemm_mma.kernel_resources(gemm_mma.MmaGemmConfig.from_mapping(fields), "bfloat16", "n", "sm_90a")
     assert res["resident_blocks_per_sm"] == 2
     assert res["local_bytes"] == 0 and res["stack_bytes"] == 0
+
+
+@pytest.mark.parametrize("cluster", [(2, 1), (1, 2)])
+def test_a_cluster_multicasts_the_shared_operand_and_syncs_the_cluster(cluster):
+    """A 2-block cluster loads its share of the shared operand's box with the multicast form of
+    the TMA load and the other operand whole; the ring's set-up is published to the cluster (a
+    cluster barrier) and each block waits for its peers' releases before exit."""
+    ck = gemm_mma.compile_gemm_mma({"cluster": list(cluster)}, {"M": 4096, "N": 4096, "K": 4096}, "bfloat16", "sm_90a")
+    ops = opcodes_with_modifiers(ck.sass)
+    plain = gemm_mma.compile_gemm_mma({}, {"M": 4096, "N": 4096, "K": 4096}, "bfloat16", "sm_90a")
+    plain_ops = opcodes_with_modifiers(plain.sass)
+    assert any(op.startswith("UTMALDG") and "MULTICAST" in op for op in ops)
+    assert not any("MULTICAST" in op for op in plain_ops)
+    assert "UCGABAR_ARV" in ops and "UCGABAR_WAIT" in ops
+    assert "UCGABAR_ARV" not in plain_ops
+    # As many TMA loads as the plain build: one A and one B box a stage, multicast or not.
+    assert _count(ops, "UTMALDG") == _count(plain_ops, "UTMALDG")
+    res = gemm_mma.kernel_resources(gemm_mma.MmaGemmConfig.from_mapping({"cluster": list(cluster)}), "bfloat16", "n", "sm_90a")
+    assert res["local_bytes"] == 0 and res["stack_bytes"] == 0 and res["resident_blocks_per_sm"] == 1
+
+
+def test_clusters_are_built_for_sm90a_only():
+    with pytest.raises(ConfigRejected, match="sm_90a only"):
+        gemm_mma.compile_gemm_mma({"cluster": [2, 1]}, {"M": 1024, "N": 1024, "K": 1024}, "bfloat16", "sm_120a")
 
 
 def test_stream_k_moves_partial_sums_in_16_byte_accesses():

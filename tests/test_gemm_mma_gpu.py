@@ -138,3 +138,31 @@ def test_stream_k(config, M, N, K, dtype, b_major):
     launch()
     torch.cuda.synchronize()
     assert_matches_float64_product(a, b, out, _RTOL[dtype], _ATOL)
+
+
+@pytest.mark.parametrize("config,M,N,K,dtype,b_major", [
+    # 2x1: the blocks of a cluster column share B; 1000 rows are 8 M tiles, 3000 columns 12 N
+    # tiles of 256 (the last partial): 48 cluster tiles, several per cluster on a small grid.
+    pytest.param({"cluster": [2, 1]}, 1000, 3000, 1000, "bfloat16", "n", marks=[pytest.mark.gpu_fast]),
+    # An odd number of M tiles: the second block of the last cluster row has no rows to store.
+    ({"cluster": [2, 1]}, 1100, 1000, 520, "bfloat16", "n"),
+    # 1x2: the blocks of a cluster row share A; an odd number of N tiles, fp16 with a K-major B.
+    ({"cluster": [1, 2]}, 1000, 2800, 1000, "float16", "k"),
+    # Two stages and fragments two k-blocks ahead: every refill waits for both blocks' releases.
+    ({"cluster": [2, 1], "stages": 2, "wk_iters": 2, "refill_at": 2}, 2048, 2048, 2048, "bfloat16", "n"),
+    # A suite shape, 8192^3's tile over 256 cluster tiles on 66 clusters.
+    ({"cluster": [2, 1]}, 4096, 4096, 4096, "bfloat16", "n"),
+])
+def test_cluster_multicast(config, M, N, K, dtype, b_major):
+    """Clusters of two blocks loading their share of each shared k-tile and multicasting it;
+    launched twice (the ring's barriers start over in every launch)."""
+    cfg = gemm_mma.MmaGemmConfig.from_mapping(config)
+    blocks, _ = gemm_mma.persistent_grid(cfg, dtype, b_major)
+    assert blocks % 2 == 0 and blocks <= torch.cuda.get_device_properties(0).multi_processor_count
+    a, b, out = _operands(M, N, K, dtype, b_major, seed=M + N)
+    launch = gemm_mma.bind_gemm_mma(cfg, {"a": a, "b": b, "out": out})
+    for _ in range(2):
+        out.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        assert_matches_float64_product(a, b, out, _RTOL[dtype], _ATOL)

@@ -51,6 +51,8 @@ REFUSED_CONFIGS = {
         ({"refill_at": 4}, "refill_at"),
         ({"wk_iters": 2, "refill_at": 3}, "refill_at"),
         ({"wk_iters": 4, "refill_at": 1}, "refill_at"),
+        ({"cluster": (4, 1)}, "cluster"),
+        ({"cluster": "2x1", "stream_k": True}, "stream_k"),
         ({"no_such_key": 1}, "unknown"),
     ],
     "gemm_rmsnorm": [

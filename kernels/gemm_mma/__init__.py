@@ -15,7 +15,7 @@ Block = `warps_m x warps_n` MMA warps; warp 0 also issues the loads (one lane).
   commit/wait-group pipeline instead of barriers; it is only needed on parts without TMA.
 - Stages: a ring of `stages` A/B buffers with two mbarriers each (full: TMA bytes landed;
   empty: every MMA warp has read the stage). Waiters pass the parity of the phase they expect
-  (kernels/sm90/pipeline.py's TmaRing, used with a cluster of one).
+  (kernels/sm90/pipeline.py's TmaRing).
 - MMA warps: each owns a (tile_m / warps_m) x (tile_n / warps_n) piece of the output. Per 16-deep
   k-block it loads its A and B fragments from shared memory with ldmatrix.x4 (.trans for N-major B)
   and issues mma.sync m16n8k16. Fragment loads run `wk_iters` k-blocks ahead of the MMAs, across
@@ -31,6 +31,10 @@ Block = `warps_m x warps_n` MMA warps; warp 0 also issues the loads (one lane).
   are shared out over every block as one equal run of k-tiles each (kernels/split_k_plan.py, the
   exchange of kernels/sm90/split_k.py, 16 bytes an access); the loads run on from the last whole
   tile into the first piece and from piece to piece where the next one is long enough.
+- Clusters (config `cluster`, sm_90a, not with stream-K): the 2 blocks of a cluster column share
+  each B k-tile (of a row, each A k-tile); each loads half the box and multicasts it, and a stage
+  is refilled once the MMA warps of both blocks released it. Measured slower than one block on
+  the H200 (NOTES.md, "Clusters"), so no per-shape choice takes it.
 Partial tiles: TMA zero-fills out-of-range loads, so K, M and N need no multiple of the tile; the
 contiguous extent of A and B must be a multiple of 8 elements (16-byte TMA strides), N even.
 """
@@ -45,7 +49,7 @@ from typing import Any, Callable
 from kernelscope.kernels import gemm_problem, launch_cache
 from kernelscope.kernels.cute_build import (
     artifact_options, artifacts, compiled_kernel, current_stream, dtype_name, fake_gemm_operands, fake_stream,
-    fake_workspace, gpu_available, launcher, to_cute)
+    fake_workspace, gpu_available, launcher, max_active_clusters, to_cute)
 from kernelscope.kernels.config import KernelConfig
 from kernelscope.kernels.gemm_problem import RASTERS, problem_dims, ring_depth
 from kernelscope.kernels.sm90.device import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_BYTES, sm_count
@@ -68,6 +72,7 @@ MMA_K = 16
 @dataclass(frozen=True)
 class MmaGemmConfig(KernelConfig):
     KERNEL = "gemm_mma"
+    PAIRS = ("cluster",)
 
     tile_m: int = 128
     tile_n: int = 256
@@ -80,6 +85,9 @@ class MmaGemmConfig(KernelConfig):
     group: int = 8                  # panel width (row/column) or Morton block side, in tiles
     refill_at: int = 0              # k-block of each k-tile at which warp 0 issues the next TMA load
     stream_k: bool = False          # the last partial wave shared out as equal runs of k-tiles
+    # Blocks per cluster along (M, N): the blocks of a cluster column share each B k-tile, those of
+    # a row each A k-tile, every block loading its share of the box and multicasting it (sm_90a).
+    cluster: tuple[int, int] = (1, 1)
 
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "MmaGemmConfig":
@@ -97,6 +105,10 @@ class MmaGemmConfig(KernelConfig):
     @property
     def k_blocks(self) -> int:
         return self.tile_k // MMA_K
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster[0] * self.cluster[1]
 
 
 @dataclass(frozen=True)
@@ -136,7 +148,13 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
         raise ConfigRejected(f"raster must be one of {sorted(RASTERS)}, got {cfg.raster!r}")
     if cfg.stream_k not in (True, False):
         raise ConfigRejected(f"stream_k must be true or false, got {cfg.stream_k!r}")
-    why = SchedulePolicy((1, 1), RASTERS[cfg.raster], cfg.group).validate()
+    if len(cfg.cluster) != 2 or any(c not in (1, 2) for c in cfg.cluster):
+        raise ConfigRejected(f"cluster must be 1 or 2 blocks along each of M and N, got {cfg.cluster}")
+    if cfg.cluster_size > 1 and arch != "sm_90a":
+        raise ConfigRejected(f"clusters with multicast loads are built for sm_90a only, not {arch}")
+    if cfg.cluster_size > 1 and cfg.stream_k:
+        raise ConfigRejected("stream_k and a cluster of more than one block are not built together")
+    why = SchedulePolicy(tuple(cfg.cluster), RASTERS[cfg.raster], cfg.group).validate()
     if why:
         raise ConfigRejected(why)
     acc_regs = cfg.tile_m * cfg.tile_n // (32 * cfg.mma_warps)
@@ -324,13 +342,19 @@ def _resources_of(cubin: bytes, threads: int, ring_bytes: int, arch: str) -> dic
 
 def persistent_grid(cfg: MmaGemmConfig, dtype: str, b_major: str, compiled=None) -> tuple[int, dict[str, int]]:
     """Blocks to launch: the SM count times the blocks one SM holds (one for the shipped configs),
-    from the kernel's own registers, shared memory and threads."""
+    from the kernel's own registers, shared memory and threads; with a cluster, the blocks of the
+    clusters resident at once (the driver's answer)."""
     import torch
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     arch = _device_arch()
     res = kernel_resources(cfg, dtype, b_major, arch, compiled)
     if res["resident_blocks_per_sm"] < 1:
         raise ConfigRejected(f"gemm_mma {cfg}: no block fits on an SM ({res})")
+    if cfg.cluster_size > 1:
+        if res["resident_blocks_per_sm"] > 1:
+            raise ConfigRejected(f"gemm_mma {cfg}: a cluster is built for one block per SM, this config fits "
+                                 f"{res['resident_blocks_per_sm']}")
+        return max_active_clusters(tuple(cfg.cluster)) * cfg.cluster_size, res
     return props.multi_processor_count * res["resident_blocks_per_sm"], res
 
 
@@ -409,6 +433,7 @@ GEMM_MMA_SPEC = gemm_problem.gemm_spec(
         "group": [4, 8, 16],
         "refill_at": [0, 1, 2],
         "stream_k": [False, True],
+        "cluster": [[1, 1], [2, 1], [1, 2]],
     },
     expected_sass=["HMMA", "LDSM", "UTMALDG"],
     archs=list(ARCHS),

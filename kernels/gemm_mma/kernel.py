@@ -34,7 +34,9 @@ class MmaSyncGemm:
         self.dtype = cutlass_dtype(dtype)
         self.b_n_major = b_major == "n"
         self.tile = (cfg.tile_m, cfg.tile_n, cfg.tile_k)
-        self.policy = SchedulePolicy((1, 1), RASTERS[cfg.raster], cfg.group)
+        self.cluster_mn = tuple(cfg.cluster)
+        self.cluster_size = cfg.cluster_size
+        self.policy = SchedulePolicy(self.cluster_mn, RASTERS[cfg.raster], cfg.group)
         # Stream-K capable: which tiles are shared out is decided per launch (split_from).
         # Partial sums four at a time: a quarter of the instructions. One fp32 an access stalled the
         # stores in lg_throttle; the ratio moved by under 0.3 % (NOTES.md, v4).
@@ -54,8 +56,10 @@ class MmaSyncGemm:
                                         permutation_mnk=(cfg.warps_m * 16, cfg.warps_n * 16, 16))
         sA_layout = smem_layout(self.dtype, bm, bk, self.stages, False)
         sB_layout = smem_layout(self.dtype, bn, bk, self.stages, self.b_n_major)
-        tma_a, tA = make_tma_load(mA, sA_layout, (bm, bk), 1)
-        tma_b, tB = make_tma_load(mB, sB_layout, (bn, bk), 1)
+        cm, cn = self.cluster_mn
+        # With a cluster, A multicasts across the cn blocks of a cluster row, B across the cm of a column.
+        tma_a, tA = make_tma_load(mA, sA_layout, (bm, bk), cn)
+        tma_b, tB = make_tma_load(mB, sB_layout, (bn, bk), cm)
 
         tiles_m = (mC.shape[0] + bm - 1) // bm
         tiles_n = (mC.shape[1] + bn - 1) // bn
@@ -75,9 +79,15 @@ class MmaSyncGemm:
             sB: cute.struct.Align[cute.struct.MemRange[self.dtype, cute.cosize(sB_layout)], 1024]
 
         self.storage = Storage
-        self.kernel(tma_a, tA, tma_b, tB, mC, tiled_mma, sA_layout, sB_layout,
-                    tiles_m, tiles_n, partials, counters, split_from).launch(
-            grid=[blocks, 1, 1], block=[cfg.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
+        kernel = self.kernel(tma_a, tA, tma_b, tB, mC, tiled_mma, sA_layout, sB_layout,
+                             tiles_m, tiles_n, partials, counters, split_from)
+        if cutlass.const_expr(self.cluster_size == 1):
+            kernel.launch(grid=[blocks, 1, 1], block=[cfg.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
+        else:
+            # (cluster m, cluster n, persistent clusters); the work items are cluster tiles.
+            clusters = cutlass.max(cutlass.min(sched.num_work, grid_blocks // self.cluster_size), 1)
+            kernel.launch(grid=[cm, cn, clusters], block=[cfg.threads, 1, 1], cluster=[cm, cn, 1],
+                          min_blocks_per_mp=1, stream=stream)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
@@ -88,8 +98,29 @@ class MmaSyncGemm:
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         lane = cute.arch.lane_idx()
-        block, _, _ = cute.arch.block_idx()
-        num_blocks, _, _ = cute.arch.grid_dim()
+        cm, cn = self.cluster_mn
+        # `block` and `num_blocks`: this block's first work item and the stride over them (with a
+        # cluster, its cluster's and the cluster count).
+        if cutlass.const_expr(self.cluster_size == 1):
+            block, _, _ = cute.arch.block_idx()
+            num_blocks, _, _ = cute.arch.grid_dim()
+            cta_m = 0
+            cta_n = 0
+            cta_rank = 0
+            mcast = (None, None)
+        else:
+            cta_m, cta_n, block = cute.arch.block_idx()
+            _, _, num_blocks = cute.arch.grid_dim()
+            cta_rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+            # Multicast masks by CTA rank in the cluster (m + cm * n): an A box goes to this
+            # cluster row, a B box to this cluster column.
+            a_mask = None
+            b_mask = None
+            if cutlass.const_expr(cn > 1):
+                a_mask = cutlass.Int16(sum(1 << (cm * j) for j in range(cn))) << cutlass.Int16(cta_m)
+            if cutlass.const_expr(cm > 1):
+                b_mask = cutlass.Int16((1 << cm) - 1) << cutlass.Int16(cta_n * cm)
+            mcast = (a_mask, b_mask)
         bm, bn, bk = self.tile
 
         if warp_idx == 0:
@@ -101,7 +132,7 @@ class MmaSyncGemm:
         stage_bytes = (cute.size_in_bytes(self.dtype, cute.slice_(sA_layout, (None, None, 0)))
                        + cute.size_in_bytes(self.dtype, cute.slice_(sB_layout, (None, None, 0))))
         ring = TmaRing(storage.barriers.data_ptr(), self.stages, stage_bytes,
-                       consumer_warps=self.cfg.mma_warps, cluster_mn=(1, 1))
+                       consumer_warps=self.cfg.mma_warps, cluster_mn=self.cluster_mn)
         ring.init(warp_idx)
         publish_ring_init(ring)
 
@@ -113,19 +144,20 @@ class MmaSyncGemm:
         k_tiles = cute.size(gA, mode=[3])
         sched = TileScheduler(self.policy, tiles_m, tiles_n, split_from, 1, stream_k=self.stream_k is not None)
 
+        # With multicast each block loads its 1/cn (A) or 1/cm (B) share of the box.
         tAsA, tAgA = cute.nvgpu.cpasync.tma_partition(
-            tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+            tma_a, cta_n, cute.make_layout(cn), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
         tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
-            tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+            tma_b, cta_m, cute.make_layout(cm), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
         # Warp 0 keeps the ring `ahead` k-tiles in front of the MMA loop (stages - 1, or fewer
         # when K is short, so that loads run at most one work tile ahead): the first ones now.
         ahead = cutlass.min(k_tiles, self.stages - 1)
         if block < sched.num_work:
-            tm0, tn0 = sched.tile_of_cta(block, 0, 0)
+            tm0, tn0 = sched.tile_of_cta(block, cta_m, cta_n)
             for s0 in cutlass.range_constexpr(self.stages - 1):
                 if s0 < ahead:
                     self.start_load(warp_idx, ring, cutlass.Int32(s0), cutlass.Int32(1), tm0, tn0,
-                                    cutlass.Int32(s0), tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                                    cutlass.Int32(s0), tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, mcast)
 
         thr_mma = tiled_mma.get_slice(tidx)
         tCsA = thr_mma.partition_A(sA)                      # (V, MMA_M, MMA_K, stages)
@@ -145,23 +177,30 @@ class MmaSyncGemm:
         tXsB = thr_s2r_b.partition_S(sB)
         tXrB = thr_s2r_b.retile(tCrB)
 
-        signals, dst = ring.release_signal(0, lane)
+        signals, dst = ring.release_signal(cta_rank, lane)
         position = RingPosition.consumer_start(self.stages)
         work = block
         if cutlass.const_expr(self.stream_k is None):
             while work < sched.num_work:
                 # Tile coordinates here, where no accumulator is live: this one (for the epilogue
                 # and the loads still in it) and the next one (for loads that run into it).
-                tm, tn = sched.tile_of_cta(work, 0, 0)
+                tm, tn = sched.tile_of_cta(work, cta_m, cta_n)
                 next_valid = work + num_blocks < sched.num_work
-                tm_next, tn_next = sched.tile_of_cta(work + num_blocks, 0, 0)
+                tm_next, tn_next = sched.tile_of_cta(work + num_blocks, cta_m, cta_n)
                 position = self.accumulate(tiled_mma, acc, tCrA, tCrB, s2r_a, s2r_b, tXsA, tXsB, tXrA,
                                            tXrB, ring, position, signals, dst, warp_idx, 0, k_tiles, ahead,
                                            tm, tn, tm_next, tn_next, next_valid, 0,
-                                           tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                                           tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, mcast)
                 self.store_tile(thr_mma, acc, gC[(None, None, tm, tn)],
                                 (mC.shape[0] - tm * bm, mC.shape[1] - tn * bn))
                 work += num_blocks
+            if cutlass.const_expr(self.cluster_size > 1):
+                # Before exit: every stage released by the consumers of both blocks, so no peer
+                # arrives on this block's barriers after it is gone (its producer view of the ring
+                # is one phase behind the consumers' at the same slot).
+                if warp_idx == 0:
+                    ring.producer_drain(RingPosition(self.stages, cutlass.Int32(0), position.index,
+                                                     position.phase ^ 1))
         else:
             # The whole tiles, then this block's run over the shared tiles
             # (kernels/sm90/tile_scheduler.py), piece by piece. Loads run on from one item into
@@ -223,7 +262,8 @@ class MmaSyncGemm:
     @cute.jit
     def accumulate(self, tiled_mma, acc, tCrA, tCrB, s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, ring,
                    position: RingPosition, signals, dst, warp_idx, k_first, k_count, ahead, tm, tn,
-                   tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB):
+                   tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB,
+                   mcast=(None, None)):
         """acc = the product over k-tiles k_first .. k_first + k_count - 1 of tile (tm, tn), read
         from the ring at `position`, whose first `ahead` stages are loaded or in flight; warp 0
         keeps the ring `ahead` k-tiles in front, into the next item (tile (tm_next, tn_next) from
@@ -246,7 +286,7 @@ class MmaSyncGemm:
                     # later in the k-tile gives slower warps time to get there first.
                     self.issue_load(warp_idx, ring, k, position, ahead, k_first, k_count, tm, tn,
                                     tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA,
-                                    tma_b, tBgB, tBsB)
+                                    tma_b, tBgB, tBsB, mcast)
                 target = j + wk
                 ahead_stage = position.index if target < kb else following.index
                 t = target % kb
@@ -273,12 +313,13 @@ class MmaSyncGemm:
             self.mma(tiled_mma, acc, tCrA, tCrB, j)
         self.issue_load(warp_idx, ring, k_count - 1, position, ahead, k_first, k_count, tm, tn,
                         tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB,
-                        tBsB)
+                        tBsB, mcast)
         return position.next()
 
     @cute.jit
     def issue_load(self, warp_idx, ring, k, position: RingPosition, ahead, k_first, k_count, tm, tn,
-                   tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB):
+                   tm_next, tn_next, next_valid, k_first_next, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB,
+                   mcast=(None, None)):
         """Warp 0, once per k-tile of the MMA loop at (k, position) over k-tiles k_first ..
         k_first + k_count - 1: load the k-tile `ahead` positions further on, in this item or the
         next one (from its k-tile k_first_next). Its stage and barrier parity follow from the MMA
@@ -296,11 +337,11 @@ class MmaSyncGemm:
                 load_k = load_k + k_first
             if valid:
                 self.load_ahead(warp_idx, ring, position, ahead, load_tm, load_tn, load_k,
-                                tma_a, tAgA, tAsA, tma_b, tBgB, tBsB)
+                                tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, mcast)
 
     @cute.jit
     def load_ahead(self, warp_idx, ring, position: RingPosition, offset, tm, tn, k, tma_a, tAgA, tAsA,
-                   tma_b, tBgB, tBsB):
+                   tma_b, tBgB, tBsB, mcast=(None, None)):
         """Warp 0: load k-tile k of tile (tm, tn) into the stage `offset` (< stages) slots after
         the MMA loop's `position`."""
         load_stage = position.index + offset
@@ -311,17 +352,23 @@ class MmaSyncGemm:
             load_stage = load_stage - self.stages
             load_phase = position.phase
         self.start_load(warp_idx, ring, load_stage, load_phase, tm, tn, k, tma_a, tAgA, tAsA,
-                        tma_b, tBgB, tBsB)
+                        tma_b, tBgB, tBsB, mcast)
 
     @cute.jit
     def start_load(self, warp_idx, ring, stage, phase, tm, tn, k, tma_a, tAgA, tAsA,
-                   tma_b, tBgB, tBsB):
-        """Warp 0: wait until `stage` is free (parity `phase`), then TMA one A and one B k-tile."""
+                   tma_b, tBgB, tBsB, mcast=(None, None)):
+        """Warp 0: wait until `stage` is free (parity `phase`; with a cluster, free in every block
+        its loads multicast into), then TMA one A and one B k-tile (with a cluster, this block's
+        share of each, multicast by the masks in `mcast`)."""
         if warp_idx == 0:
             ring.producer_acquire(stage, phase)
             bar = ring.full_barrier(stage)
-            cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=bar)
-            cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=bar)
+            if cutlass.const_expr(self.cluster_size == 1):
+                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=bar)
+                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=bar)
+            else:
+                cute.copy(tma_a, tAgA[(None, tm, k)], tAsA[(None, stage)], tma_bar_ptr=bar, mcast_mask=mcast[0])
+                cute.copy(tma_b, tBgB[(None, tn, k)], tBsB[(None, stage)], tma_bar_ptr=bar, mcast_mask=mcast[1])
 
     @cute.jit
     def load_fragments(self, s2r_a, s2r_b, tXsA, tXsB, tXrA, tXrB, stage, k_block: cutlass.Constexpr):

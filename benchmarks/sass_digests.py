@@ -57,6 +57,7 @@ VARIANTS = [
     ("gemm_rmsnorm/default", "gemm_rmsnorm", {}, None, "bfloat16"),
     ("gemm_mma/default", "gemm_mma", _MMA_128X256, _GEMM_SHAPE, "bfloat16"),
     ("gemm_mma/stream-k", "gemm_mma", {**_MMA_128X256, "stream_k": True}, _GEMM_SHAPE, "bfloat16"),
+    ("gemm_mma/cluster-2x1", "gemm_mma", {**_MMA_128X256, "cluster": [2, 1]}, _GEMM_SHAPE, "bfloat16"),
     ("flash_attn/default-tuned-d64-192x128-three-math-wgs", "flash_attn", {}, None, "bfloat16"),
     # tests/test_gemm_compile.py
     ("gemm/m-major-fp32-out", "gemm",

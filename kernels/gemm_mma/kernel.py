@@ -195,9 +195,9 @@ class MmaSyncGemm:
                                 (mC.shape[0] - tm * bm, mC.shape[1] - tn * bn))
                 work += num_blocks
             if cutlass.const_expr(self.cluster_size > 1):
-                # Before exit: every stage released by the consumers of both blocks, so no peer
-                # arrives on this block's barriers after it is gone (its producer view of the ring
-                # is one phase behind the consumers' at the same slot).
+                # Before exit: every stage released by the MMA warps of both blocks, so no peer
+                # arrives on this block's barriers after it is gone (a producer's parity at a slot
+                # is the consumers' there, flipped).
                 if warp_idx == 0:
                     ring.producer_drain(RingPosition(self.stages, cutlass.Int32(0), position.index,
                                                      position.phase ^ 1))

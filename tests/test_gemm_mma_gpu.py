@@ -71,7 +71,6 @@ _CONFIGS = {
     "row4": {"raster": "row", "group": 4},
     "column1": {"raster": "column", "group": 1},
     "morton2": {"raster": "morton", "group": 2},
-    "l2-prefetch3": {"l2_prefetch": 3},                     # 16 k-tiles a tile: prefetches stop at its end
 }
 
 
@@ -115,8 +114,6 @@ def test_spec_launch_writes_out():
     ({"stream_k": True}, 2560, 1792, 8000, "bfloat16", "n"),
     # Partial tiles on every edge, 12 shared of 144, fp16 with a K-major B.
     ({"stream_k": True}, 2000, 2200, 1000, "float16", "k"),
-    # ... with L2 prefetches ahead of the loads, inside each piece.
-    ({"stream_k": True, "l2_prefetch": 2}, 2560, 1792, 8000, "bfloat16", "n"),
     # Fewer tiles than blocks: all 96 tiles are shared out and no block runs a whole tile.
     ({"stream_k": True, "raster": "morton"}, 1000, 3000, 1000, "bfloat16", "n"),
     # A suite shape: 116 shared tiles of 512, runs of ~56 k-tiles over one or two tiles; the

@@ -88,9 +88,6 @@ class MmaGemmConfig(KernelConfig):
     # Blocks per cluster along (M, N): the blocks of a cluster column share each B k-tile, those of
     # a row each A k-tile, every block loading its share of the box and multicasting it (sm_90a).
     cluster: tuple[int, int] = (1, 1)
-    # With N > 0, warp 0 also prefetches into L2 the k-tile N beyond each one it loads into the ring
-    # (a TMA prefetch: the DRAM latency moves ahead of the ring's lead, no shared memory held).
-    l2_prefetch: int = 0
 
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "MmaGemmConfig":
@@ -151,8 +148,6 @@ def resolve_config(cfg: MmaGemmConfig, arch: str = "sm_90a") -> ResolvedMmaGemm:
         raise ConfigRejected(f"raster must be one of {sorted(RASTERS)}, got {cfg.raster!r}")
     if cfg.stream_k not in (True, False):
         raise ConfigRejected(f"stream_k must be true or false, got {cfg.stream_k!r}")
-    if cfg.l2_prefetch not in range(0, 9):
-        raise ConfigRejected(f"l2_prefetch must be 0 (off) to 8 k-tiles, got {cfg.l2_prefetch}")
     if len(cfg.cluster) != 2 or any(c not in (1, 2) for c in cfg.cluster):
         raise ConfigRejected(f"cluster must be 1 or 2 blocks along each of M and N, got {cfg.cluster}")
     if cfg.cluster_size > 1 and arch != "sm_90a":

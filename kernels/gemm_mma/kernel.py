@@ -338,13 +338,6 @@ class MmaSyncGemm:
             if valid:
                 self.load_ahead(warp_idx, ring, position, ahead, load_tm, load_tn, load_k,
                                 tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, mcast)
-            if cutlass.const_expr(self.cfg.l2_prefetch > 0):
-                # The k-tile l2_prefetch beyond that one, from DRAM into L2 only (no stage held),
-                # while it is in this item.
-                fetch_k = k + ahead + self.cfg.l2_prefetch
-                if fetch_k < k_count:
-                    cute.prefetch(tma_a, tAgA[(None, tm, fetch_k + k_first)])
-                    cute.prefetch(tma_b, tBgB[(None, tn, fetch_k + k_first)])
 
     @cute.jit
     def load_ahead(self, warp_idx, ring, position: RingPosition, offset, tm, tn, k, tma_a, tAgA, tAsA,

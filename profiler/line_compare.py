@@ -13,6 +13,7 @@ from pathlib import PurePath
 from typing import Any
 
 from kernelscope.toolchain.sass_lines import opcode_class
+from kernelscope.profiler.line_sites import LineSite
 from kernelscope.profiler.source_lines import LineProfile, LineRecord
 
 
@@ -50,6 +51,37 @@ class LineRow:
 
 
 @dataclass
+class SitePair:
+    """The k-th site of one line on each side (sites in address order per function)."""
+
+    a: LineSite
+    b: LineSite
+    a_share: float
+    b_share: float
+
+    @property
+    def change(self) -> float:
+        return self.a_share - self.b_share
+
+
+def site_pairs(row: LineRow, a: LineProfile, b: LineProfile, unit: str) -> list[SitePair] | None:
+    """A line's sites paired in address order when both sides compiled it to as many places (more
+    than one) in one function each; None otherwise (no pairing is claimed)."""
+    if row.a is None or row.b is None or len(row.a.sites) != len(row.b.sites) or len(row.a.sites) < 2:
+        return None
+    if len({s.function for s in row.a.sites}) > 1 or len({s.function for s in row.b.sites}) > 1:
+        return None
+
+    def share(p: LineProfile, site: LineSite) -> float:
+        total = p.total_samples() if unit == "samples" else p.total_instructions()
+        return (site.sample_total if unit == "samples" else site.instructions) / total if total else 0.0
+
+    ordered_a = sorted(row.a.sites, key=lambda s: s.first)
+    ordered_b = sorted(row.b.sites, key=lambda s: s.first)
+    return [SitePair(sa, sb, share(a, sa), share(b, sb)) for sa, sb in zip(ordered_a, ordered_b)]
+
+
+@dataclass
 class ShareRow:
     name: str                 # a source file, "<function> (no line information)", or an opcode class
     a_share: float | None     # None: that side has nothing here
@@ -74,12 +106,19 @@ class LineComparison:
             return {"instructions": r.count, "executed": r.executed, "sample_total": r.sample_total,
                     "samples": {k: v for k, v in sorted(r.samples.items()) if v}, "opcodes": r.opcodes()}
 
+        def row(r: LineRow) -> dict[str, Any]:
+            d = {"file": r.file, "line": r.line, "a_share": r.a_share, "b_share": r.b_share, "a": rec(r.a), "b": rec(r.b)}
+            pairs = site_pairs(r, self.a, self.b, self.unit)
+            if pairs is not None:
+                d["site_pairs"] = [{"a": p.a.to_dict(), "b": p.b.to_dict(), "a_share": p.a_share, "b_share": p.b_share}
+                                   for p in pairs]
+            return d
+
         return {
             "mode": self.mode, "unit": self.unit, "why": self.why,
             "a_mapped_sample_share": self.a.mapped_sample_share(),
             "b_mapped_sample_share": self.b.mapped_sample_share(),
-            "lines": [{"file": r.file, "line": r.line, "a_share": r.a_share, "b_share": r.b_share,
-                       "a": rec(r.a), "b": rec(r.b)} for r in self.lines[:limit]],
+            "lines": [row(r) for r in self.lines[:limit]],
             "files": [vars(r) for r in self.files],
             "classes": [vars(r) for r in self.classes],
         }

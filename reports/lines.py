@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.profiler.line_compare import LineComparison, file_identity, weight
+from kernelscope.profiler.line_compare import LineComparison, file_identity, site_pairs, weight
 from kernelscope.profiler.line_sites import LineSite
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, LineRecord
 from kernelscope.reports.terminal import report_table
@@ -16,6 +16,8 @@ SASS_LINES = 5          # lines whose SASS is listed under the table
 SASS_PER_LINE = 4
 SITES_PER_LINE = 4      # a line's sites listed under the table, most samples first
 SASS_PER_SITE = 2
+SITE_CHANGES = 8        # site pairs listed under a line comparison
+MIN_SITE_CHANGE = 0.002  # a site pair whose share moved less than this (0.2 pp) is not listed
 
 
 def pct(x: float | None) -> str:
@@ -226,6 +228,7 @@ def print_line_comparison(console: Console, c: LineComparison, a_title: str, b_t
             cells.append(source_text(profile, side))
             table.add_row(*cells)
         console.print(table)
+        print_site_changes(console, c, c.lines[:limit])
         return
     for name, rows, what in (("Per source file", c.files, "file"), ("Per opcode class", c.classes, "class")):
         table = report_table(f"{name} ({unit})", what.capitalize(), "A", "B")
@@ -238,6 +241,42 @@ def print_line_comparison(console: Console, c: LineComparison, a_title: str, b_t
             print_line_profile(console, f"{label}: hottest lines", profile, limit=8, header=False)
         else:
             print_sass_hot_spots(console, f"{label}: SASS hot spots (no line information)", profile)
+
+
+def print_site_changes(console: Console, c: LineComparison, rows: list, limit: int = SITE_CHANGES) -> None:
+    """Of the listed lines that sit in as many places on both sides, the sites whose share moved
+    most, paired in address order."""
+    moved = []
+    for row in rows:
+        pairs = site_pairs(row, c.a, c.b, c.unit)
+        if pairs:
+            moved.extend((row, n, pair) for n, pair in enumerate(pairs, 1))
+    moved = [m for m in moved if abs(m[2].change) >= MIN_SITE_CHANGE]
+    # Lines that moved but sit in a different number of places: each side's heaviest site, unpaired.
+    unpaired = [row for row in rows if row.a is not None and row.b is not None and row.a.sites and row.b.sites
+                and site_pairs(row, c.a, c.b, c.unit) is None and len(row.a.sites) + len(row.b.sites) > 2
+                and abs(row.change) >= MIN_SITE_CHANGE]
+    if not moved and not unpaired:
+        return
+    moved.sort(key=lambda m: -abs(m[2].change))
+    console.print(f"[bold]Where those lines moved[/bold] [dim](by site: paired in address order where a line sits in "
+                  f"as many places on both sides, else each side's heaviest; share of each kernel's {c.unit})[/dim]")
+    for row, n, pair in moved[:limit]:
+        loop = (f", in the loop /*{pair.a.loop[0]:04x}*/-/*{pair.a.loop[1]:04x}*/ (A)" if pair.a.loop else "")
+        console.print(f"  {row.file}:{row.line} site {n} of {len(row.a.sites)}: A /*{pair.a.first:04x}*/ {pct(pair.a_share)}, "
+                      f"B /*{pair.b.first:04x}*/ {pct(pair.b_share)} ({100 * pair.change:+.1f} pp){loop}",
+                      overflow="fold", highlight=False)
+    for row in sorted(unpaired, key=lambda r: -abs(r.change))[:limit]:
+        sides = []
+        for label, profile, record in (("A", c.a, row.a), ("B", c.b, row.b)):
+            top = max(record.sites, key=lambda s: (s.sample_total if c.unit == "samples" else s.instructions, -s.first))
+            total = profile.total_samples() if c.unit == "samples" else profile.total_instructions()
+            weight_of = top.sample_total if c.unit == "samples" else top.instructions
+            loop = f" in the loop /*{top.loop[0]:04x}*/-/*{top.loop[1]:04x}*/" if top.loop else ""
+            sides.append(f"{label} {len(record.sites)} sites, most /*{top.first:04x}*/ "
+                         f"{pct(weight_of / total if total else None)}{loop}")
+        console.print(f"  {row.file}:{row.line} ({100 * row.change:+.1f} pp): " + "; ".join(sides),
+                      overflow="fold", highlight=False)
 
 
 def print_sass_hot_spots(console: Console, title: str, profile: LineProfile, limit: int = 10) -> None:

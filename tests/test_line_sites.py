@@ -152,3 +152,51 @@ def test_a_stall_location_names_the_site_that_holds_most_of_its_samples():
     one = _profile(rows)
     assert len(_record(one, WAIT).sites) == 2
     assert "site" not in line_locations.locate_stall(one, "long_scoreboard")[0]
+
+
+def _wait_profile(in_loop_samples: int):
+    """The listing of _listing() with `in_loop_samples` at the in-loop wait and 100 on another line."""
+    rows = [("k/main.py", 10, 0x00, "S2R", 1, 0, None),
+            (*WAIT, 0x10, "SYNCS.PHASECHK.TRANS64.TRYWAIT", 1, 0, None),
+            (*WAIT, 0x20, "NANOSLEEP.SYNCS", 1, 5, None),
+            ("k/main.py", 11, 0x30, "IMAD", 1, 0, None),
+            (*WAIT, 0x40, "SYNCS.PHASECHK.TRANS64.TRYWAIT", 64, 0, None),
+            (*WAIT, 0x50, "NANOSLEEP.SYNCS", 64, in_loop_samples, None),
+            *[("k/main.py", 20, 0x60 + 0x10 * n, "HGMMA.64x128x16.F32.BF16", 64, 0, None) for n in range(4)],
+            ("k/main.py", 21, 0xa0, "ISETP", 64, 0, None),
+            ("k/main.py", 21, 0xb0, "BRA", 64, 0, 0x40),
+            ("k/main.py", 30, 0xc0, "EXIT", 1, 100, None)]
+    return _profile(rows)
+
+
+def test_a_line_comparison_pairs_sites_in_address_order_or_names_each_side_s_heaviest():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from kernelscope.profiler.line_compare import compare_lines, site_pairs
+    from kernelscope.reports.lines import print_line_comparison
+
+    slow, fast = _wait_profile(95), _wait_profile(40)     # 200 and 145 samples in all
+    c = compare_lines(slow, fast)
+    row = next(r for r in c.lines if (r.file, r.line) == WAIT)
+    pairs = site_pairs(row, c.a, c.b, c.unit)
+    assert [(p.a.first, p.b.first) for p in pairs] == [(0x10, 0x10), (0x40, 0x40)]
+    assert pairs[0].change == pytest.approx(5 / 200 - 5 / 145)
+    assert pairs[1].change == pytest.approx(95 / 200 - 40 / 145)
+    listed = next(r for r in c.to_dict()["lines"] if r["line"] == WAIT[1])
+    assert [p["a"]["first"] for p in listed["site_pairs"]] == [0x10, 0x40]
+    out = StringIO()
+    print_line_comparison(Console(file=out, width=200), c, "slow", "fast")
+    text = out.getvalue()
+    assert "Where those lines moved" in text
+    assert f"{WAIT[0]}:{WAIT[1]} site 2 of 2: A /*0040*/ 47.5%, B /*0040*/ 27.6% (+19.9 pp)" in text
+    # A line in another number of places on the other side is not paired: each side's heaviest site.
+    rows = [(*WAIT, 0x0, "NANOSLEEP.SYNCS", 1, 30, None), ("k/main.py", 30, 0x10, "EXIT", 1, 70, None)]
+    single = _profile(rows)
+    c = compare_lines(slow, single)
+    row = next(r for r in c.lines if (r.file, r.line) == WAIT)
+    assert site_pairs(row, slow, single, "samples") is None
+    out = StringIO()
+    print_line_comparison(Console(file=out, width=200), c, "slow", "single")
+    assert f"{WAIT[0]}:{WAIT[1]} (" in out.getvalue() and "A 2 sites, most /*0040*/ 47.5%" in out.getvalue()

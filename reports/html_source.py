@@ -12,6 +12,7 @@ from kernelscope.profiler.source_lines import LineProfile
 MAX_REASONS = 6          # heat columns: the reasons with the most samples
 MIN_FILE_SHARE = 0.005   # files below this share of the kernel are summarised, not listed
 MAX_LINES = 150          # lines per kernel, hottest kept, shown in file order
+MAX_SITES_LISTED = 6     # sites of a line named in its Sites tooltip, heaviest first
 
 CSS = """
 .srcpair { display: flex; gap: 16px; align-items: flex-start; flex-wrap: wrap; }
@@ -36,6 +37,20 @@ def _heat(share: float) -> str:
     return f"<td class=\"heat\" style=\"background: rgba(214, 69, 30, {alpha:.2f})\">{100 * share:.1f}</td>"
 
 
+def _sites_cell(profile: LineProfile, rec) -> str:
+    """How many places the line sits in, each one (address range, share, loop) in the tooltip."""
+    if not rec.sites:
+        return "<td>-</td>"
+    total = profile.total_samples() if profile.has_source_counters else profile.total_instructions()
+    parts = []
+    for site in sorted(rec.sites, key=lambda x: (-(x.sample_total if profile.has_source_counters else x.instructions),
+                                                 x.first))[:MAX_SITES_LISTED]:
+        weight_of = site.sample_total if profile.has_source_counters else site.instructions
+        loop = f", loop /*{site.loop[0]:04x}*/-/*{site.loop[1]:04x}*/" if site.loop else ""
+        parts.append(f"/*{site.first:04x}*/-/*{site.last:04x}*/ {100 * weight_of / total if total else 0:.1f}%{loop}")
+    return f"<td title=\"{_e('; '.join(parts))}\">{len(rec.sites)}</td>"
+
+
 def kernel_source_table(profile: LineProfile) -> str:
     """One kernel's lines: share of all samples, then per reason the line's share of that reason's samples."""
     counters = profile.has_source_counters
@@ -48,9 +63,10 @@ def kernel_source_table(profile: LineProfile) -> str:
     file_share = {f: sum(weight(profile, r) for r in recs) for f, recs in by_file.items()}
     head = "<th>Line</th><th>All</th>" if counters else "<th>Line</th><th>Instr. share</th>"
     head += "".join(f"<th title=\"share of this reason's samples\">{_e(r)}</th>" for r in reasons)
-    head += "<th>Instr.</th>" + ("<th>Executed</th>" if counters else "") + "<th>Source</th>"
+    head += ("<th>Instr.</th><th title=\"places in the SASS the line compiled to; hover for each\">Sites</th>"
+             + ("<th>Executed</th>" if counters else "") + "<th>Source</th>")
     rows = []
-    width = 4 + len(reasons) + (1 if counters else 0)
+    width = 5 + len(reasons) + (1 if counters else 0)
     for path in sorted(by_file, key=lambda f: -file_share[f]):
         if file_share[path] < MIN_FILE_SHARE and counters:
             continue
@@ -65,6 +81,7 @@ def kernel_source_table(profile: LineProfile) -> str:
             samples = rec.samples
             cells += [_heat(samples.get(r, 0.0) / totals[r] if totals[r] else 0.0) for r in reasons]
             cells.append(f"<td>{rec.count}</td>")
+            cells.append(_sites_cell(profile, rec))
             if counters:
                 cells.append(f"<td>{_e(f'{rec.executed:,.0f}' if rec.executed is not None else 'n/a')}</td>")
             code = _e(text if text is not None else "(source not available)")

@@ -200,3 +200,18 @@ def test_a_line_comparison_pairs_sites_in_address_order_or_names_each_side_s_hea
     out = StringIO()
     print_line_comparison(Console(file=out, width=200), c, "slow", "single")
     assert f"{WAIT[0]}:{WAIT[1]} (" in out.getvalue() and "A 2 sites, most /*0040*/ 47.5%" in out.getvalue()
+
+
+def test_the_html_source_view_counts_each_line_s_sites_and_names_them(fixture_file):
+    import re
+
+    from kernelscope.reports import html
+    from kernelscope.reports.page_inputs import build_page
+
+    text = html.render(build_page((str(fixture_file(GEMM)),)))
+    section = text.split('<section id="source-lines">', 1)[1].split("</section>", 1)[0]
+    assert ">Sites</th>" in section.split("</thead>", 1)[0]
+    # sm90_pipeline.py:72, the ring's wait, sits in 7 places; the heaviest is the producer's first copy.
+    row = next(r for r in section.split("<tr>") if r.startswith("<td>72</td>"))
+    title, count = re.search(r'<td title="([^"]*)">(\d+)</td>', row).groups()
+    assert int(count) >= 4 and title.startswith("/*0c10*/-/*0c70*/ ") and "loop /*0c10*/-/*1aa0*/" in title

@@ -71,7 +71,6 @@ _CONFIGS = {
     "row4": {"raster": "row", "group": 4},
     "column1": {"raster": "column", "group": 1},
     "morton2": {"raster": "morton", "group": 2},
-    "round-whole-tile": {"round_whole_tile": True},
 }
 
 

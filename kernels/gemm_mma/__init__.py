@@ -88,7 +88,6 @@ class MmaGemmConfig(KernelConfig):
     # Blocks per cluster along (M, N): the blocks of a cluster column share each B k-tile, those of
     # a row each A k-tile, every block loading its share of the box and multicasting it (sm_90a).
     cluster: tuple[int, int] = (1, 1)
-    round_whole_tile: bool = False  # the epilogue rounds every accumulator before the first store
 
     @classmethod
     def from_mapping(cls, cfg: dict[str, Any] | None) -> "MmaGemmConfig":

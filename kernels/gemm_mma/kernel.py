@@ -386,22 +386,11 @@ class MmaSyncGemm:
         bm, bn, _ = self.tile
         tCgC = thr_mma.partition_C(gC_tile)
         tCcC = thr_mma.partition_C(cute.make_identity_tensor((bm, bn)))
-        if cutlass.const_expr(self.cfg.round_whole_tile):
-            # Every value rounded first, into registers of its own: no store waits for the one
-            # before it to read a shared pair register.
-            rounded = cute.make_fragment_like(acc, self.dtype)
-            rounded.store(acc.load().to(self.dtype))
-            for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
-                for i in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-                    for j in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                        if cute.elem_less(tCcC[((0, h), i, j)], residue_mn):
-                            cute.autovec_copy(rounded[((None, h), i, j)], tCgC[((None, h), i, j)])
-        else:
-            pair = cute.make_rmem_tensor(cute.make_layout(2), self.dtype)
-            for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
-                for i in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-                    for j in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                        if cute.elem_less(tCcC[((0, h), i, j)], residue_mn):
-                            pair.store(acc[((None, h), i, j)].load().to(self.dtype))
-                            cute.autovec_copy(pair, tCgC[((None, h), i, j)])
+        pair = cute.make_rmem_tensor(cute.make_layout(2), self.dtype)
+        for h in cutlass.range_constexpr(cute.size(acc, mode=[0, 1])):
+            for i in cutlass.range_constexpr(cute.size(acc, mode=[1])):
+                for j in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                    if cute.elem_less(tCcC[((0, h), i, j)], residue_mn):
+                        pair.store(acc[((None, h), i, j)].load().to(self.dtype))
+                        cute.autovec_copy(pair, tCgC[((None, h), i, j)])
 

@@ -188,8 +188,8 @@ STREAM_K_MIN_IDLE_SHARE = 0.2
 
 def tuned_config(shape, dtype: str = "bfloat16", sms: int | None = None) -> dict[str, Any]:
     """Per-shape choice over MmaGemmConfig(): the largest candidate tile that gives every SM at
-    least one tile, else the smallest. From H100 sweeps (benchmarks/results/gemm_mma-h100-*.json.xz,
-    ratios to cuBLAS in one run): 128x4096x4096 0.34 -> 0.82 with 64x64 tiles; 512x4096x4096
+    least one tile, else the smallest. From H100 sweeps (gemm_mma-h100-skinny-sweep.json and
+    -sweep2.json in benchmarks/results/gemm_mma-history.tar.xz, ratios to cuBLAS in one run): 128x4096x4096 0.34 -> 0.82 with 64x64 tiles; 512x4096x4096
     0.47 -> 0.74 with 128x64; 2048^3 0.65 -> 0.69 with 128x128; from 4096^3 up 128x256 stays
     best (128x128 at 0.85-0.96 of it). The same candidates ranked the same on an H200
     (gemm_mma-h200-candidates.json in gemm_mma-history.tar.xz). The 128x256 tile over several

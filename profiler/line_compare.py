@@ -26,6 +26,20 @@ def weight(profile: LineProfile, record: LineRecord) -> float:
     return record.count / total if total else 0.0
 
 
+def site_share(profile: LineProfile, site: LineSite, use_samples: bool) -> float:
+    """A site's share of its kernel: of the PC samples, else of the instructions."""
+    total = profile.total_samples() if use_samples else profile.total_instructions()
+    return (site.sample_total if use_samples else site.instructions) / total if total else 0.0
+
+
+def neighbour_identity(profile: LineProfile, label: str | None) -> str | None:
+    """A site's neighbour (a recorded `file:line`) with its file named as file_identity names it."""
+    if not label:
+        return None
+    path, _, line = label.rpartition(":")
+    return f"{file_identity(profile, path)}:{line}"
+
+
 def file_identity(profile: LineProfile, path: str | None) -> str | None:
     """The same file across two profiles: its content hash's local match, else its path's last two parts."""
     if path is None:
@@ -72,13 +86,11 @@ def site_pairs(row: LineRow, a: LineProfile, b: LineProfile, unit: str) -> list[
     if len({s.function for s in row.a.sites}) > 1 or len({s.function for s in row.b.sites}) > 1:
         return None
 
-    def share(p: LineProfile, site: LineSite) -> float:
-        total = p.total_samples() if unit == "samples" else p.total_instructions()
-        return (site.sample_total if unit == "samples" else site.instructions) / total if total else 0.0
-
+    samples = unit == "samples"
     ordered_a = sorted(row.a.sites, key=lambda s: s.first)
     ordered_b = sorted(row.b.sites, key=lambda s: s.first)
-    return [SitePair(sa, sb, share(a, sa), share(b, sb)) for sa, sb in zip(ordered_a, ordered_b)]
+    return [SitePair(sa, sb, site_share(a, sa, samples), site_share(b, sb, samples))
+            for sa, sb in zip(ordered_a, ordered_b)]
 
 
 @dataclass

@@ -60,6 +60,11 @@ class LineSite:
                    before=d.get("before"), after=d.get("after"))
 
 
+def address_range(first: int, last: int) -> str:
+    """Offsets as the SASS listing prints them: `/*0c10*/-/*0c70*/`, or one for a single instruction."""
+    return f"/*{first:04x}*/" + (f"-/*{last:04x}*/" if last != first else "")
+
+
 def _innermost_loop(loops: list[SassLoop], offset: int) -> tuple[int, int] | None:
     """The smallest non-wait loop holding `offset` (wait loops are a try-wait and its branch back)."""
     holding = [lp for lp in loops if not lp.wait_loop and lp.start <= offset <= lp.end]

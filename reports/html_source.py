@@ -6,7 +6,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from kernelscope.profiler.line_compare import file_identity, weight
+from kernelscope.profiler.line_compare import file_identity, site_share, weight
+from kernelscope.profiler.line_sites import address_range
 from kernelscope.profiler.source_lines import LineProfile
 
 MAX_REASONS = 6          # heat columns: the reasons with the most samples
@@ -41,13 +42,11 @@ def _sites_cell(profile: LineProfile, rec) -> str:
     """How many places the line sits in, each one (address range, share, loop) in the tooltip."""
     if not rec.sites:
         return "<td>-</td>"
-    total = profile.total_samples() if profile.has_source_counters else profile.total_instructions()
+    samples = profile.has_source_counters
     parts = []
-    for site in sorted(rec.sites, key=lambda x: (-(x.sample_total if profile.has_source_counters else x.instructions),
-                                                 x.first))[:MAX_SITES_LISTED]:
-        weight_of = site.sample_total if profile.has_source_counters else site.instructions
-        loop = f", loop /*{site.loop[0]:04x}*/-/*{site.loop[1]:04x}*/" if site.loop else ""
-        parts.append(f"/*{site.first:04x}*/-/*{site.last:04x}*/ {100 * weight_of / total if total else 0:.1f}%{loop}")
+    for site in sorted(rec.sites, key=lambda x: (-site_share(profile, x, samples), x.first))[:MAX_SITES_LISTED]:
+        loop = f", loop {address_range(*site.loop)}" if site.loop else ""
+        parts.append(f"{address_range(site.first, site.last)} {100 * site_share(profile, site, samples):.1f}%{loop}")
     return f"<td title=\"{_e('; '.join(parts))}\">{len(rec.sites)}</td>"
 
 

@@ -6,8 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernelscope.profiler.line_compare import LineComparison, file_identity, site_pairs, weight
-from kernelscope.profiler.line_sites import LineSite
+from kernelscope.profiler.line_compare import (LineComparison, file_identity, neighbour_identity, site_pairs, site_share,
+                                               weight)
+from kernelscope.profiler.line_sites import LineSite, address_range
 from kernelscope.profiler.source_lines import InstructionCounters, LineProfile, LineRecord
 from kernelscope.reports.terminal import report_table
 
@@ -34,24 +35,16 @@ def location(profile: LineProfile, r: LineRecord) -> str:
     return f"{file_identity(profile, r.file)}:{r.line}"
 
 
-def neighbour(profile: LineProfile, label: str | None) -> str:
-    """A site's neighbour (a recorded `file:line`) as the table names files."""
-    if not label:
-        return "-"
-    path, _, line = label.rpartition(":")
-    return f"{file_identity(profile, path)}:{line}"
-
-
 def site_text(profile: LineProfile, site: LineSite, total: float) -> str:
     """One site as a line: where, how much of the kernel, how often, in which loop, between what."""
-    where = f"/*{site.first:04x}*/" + (f"-/*{site.last:04x}*/" if site.last != site.first else "")
-    parts = [where, f"{site.instructions} instr."]
+    parts = [address_range(site.first, site.last), f"{site.instructions} instr."]
     if total:
         parts.append(f"{100 * site.sample_total / total:.1f}% of samples")
     if site.executed is not None:
         parts.append(f"executed {site.executed:,.0f}")
-    parts.append(f"in the loop /*{site.loop[0]:04x}*/-/*{site.loop[1]:04x}*/" if site.loop else "in no loop")
-    parts.append(f"after {neighbour(profile, site.before)}, before {neighbour(profile, site.after)}")
+    parts.append(f"in the loop {address_range(*site.loop)}" if site.loop else "in no loop")
+    parts.append(f"after {neighbour_identity(profile, site.before) or '-'}, "
+                 f"before {neighbour_identity(profile, site.after) or '-'}")
     return ", ".join(parts)
 
 
@@ -262,19 +255,18 @@ def print_site_changes(console: Console, c: LineComparison, rows: list, limit: i
     console.print(f"[bold]Where those lines moved[/bold] [dim](by site: paired in address order where a line sits in "
                   f"as many places on both sides, else each side's heaviest; share of each kernel's {c.unit})[/dim]")
     for row, n, pair in moved[:limit]:
-        loop = (f", in the loop /*{pair.a.loop[0]:04x}*/-/*{pair.a.loop[1]:04x}*/ (A)" if pair.a.loop else "")
+        loop = f", in the loop {address_range(*pair.a.loop)} (A)" if pair.a.loop else ""
         console.print(f"  {row.file}:{row.line} site {n} of {len(row.a.sites)}: A /*{pair.a.first:04x}*/ {pct(pair.a_share)}, "
                       f"B /*{pair.b.first:04x}*/ {pct(pair.b_share)} ({100 * pair.change:+.1f} pp){loop}",
                       overflow="fold", highlight=False)
     for row in sorted(unpaired, key=lambda r: -abs(r.change))[:limit]:
         sides = []
         for label, profile, record in (("A", c.a, row.a), ("B", c.b, row.b)):
-            top = max(record.sites, key=lambda s: (s.sample_total if c.unit == "samples" else s.instructions, -s.first))
-            total = profile.total_samples() if c.unit == "samples" else profile.total_instructions()
-            weight_of = top.sample_total if c.unit == "samples" else top.instructions
-            loop = f" in the loop /*{top.loop[0]:04x}*/-/*{top.loop[1]:04x}*/" if top.loop else ""
-            sides.append(f"{label} {len(record.sites)} sites, most /*{top.first:04x}*/ "
-                         f"{pct(weight_of / total if total else None)}{loop}")
+            samples = c.unit == "samples"
+            top = max(record.sites, key=lambda s: (site_share(profile, s, samples), -s.first))
+            loop = f" in the loop {address_range(*top.loop)}" if top.loop else ""
+            sides.append(f"{label} {len(record.sites)} sites, most {address_range(top.first, top.first)} "
+                         f"{pct(site_share(profile, top, samples))}{loop}")
         console.print(f"  {row.file}:{row.line} ({100 * row.change:+.1f} pp): " + "; ".join(sides),
                       overflow="fold", highlight=False)
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 
-from kernelscope.profiler.line_compare import file_identity
+from kernelscope.profiler.line_compare import file_identity, neighbour_identity
+from kernelscope.profiler.line_sites import address_range
 from kernelscope.toolchain.sass_lines import opcode_class
 from kernelscope.profiler.source_lines import LineProfile, LineRecord
 from kernelscope.rules.findings import Finding
@@ -104,7 +105,8 @@ def _heaviest_site(profile: LineProfile, key: tuple, by_site: dict[int, float]) 
     n, w = max(held.items(), key=lambda kv: kv[1])
     site = record.sites[n]
     return {"sites": len(held), "site": {"first": site.first, "last": site.last, "loop": list(site.loop) if site.loop else None,
-                                         "before": site.before, "after": site.after,
+                                         "before": neighbour_identity(profile, site.before),
+                                         "after": neighbour_identity(profile, site.after),
                                          "share_of_line": w / sum(held.values())}}
 
 
@@ -288,23 +290,15 @@ def attach_locations(findings: list[Finding], profile: LineProfile | None,
     return findings
 
 
-def _neighbour(label: str | None) -> str:
-    """A site's neighbouring line as `file:line`, the file by its last two path parts."""
-    if not label:
-        return "nothing"
-    path, _, line = label.rpartition(":")
-    return f"{'/'.join(path.split('/')[-2:])}:{line}"
-
-
 def site_text(loc: dict) -> str:
     """Where in the SASS a location's weight sits most, when its line compiled to several places."""
     site = loc.get("site")
     if not site:
         return ""
-    where = f"/*{site['first']:04x}*/-/*{site['last']:04x}*/"
-    loop = f", in the loop /*{site['loop'][0]:04x}*/-/*{site['loop'][1]:04x}*/" if site.get("loop") else ""
-    return (f"; {loc['sites']} places hold them, most {where} ({100 * site['share_of_line']:.0f}%{loop}, "
-            f"after {_neighbour(site.get('before'))}, before {_neighbour(site.get('after'))})")
+    loop = f", in the loop {address_range(*site['loop'])}" if site.get("loop") else ""
+    return (f"; {loc['sites']} places hold them, most {address_range(site['first'], site['last'])} "
+            f"({100 * site['share_of_line']:.0f}%{loop}, after {site.get('before') or 'nothing'}, "
+            f"before {site.get('after') or 'nothing'})")
 
 
 def location_text(loc: dict) -> str:
